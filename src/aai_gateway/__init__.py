@@ -1,0 +1,3 @@
+"""aai-gateway: an MCP server that drives desktop and web apps through their native automation."""
+
+__version__ = "0.1.0"

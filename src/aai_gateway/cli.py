@@ -1,0 +1,221 @@
+"""The command line: parse, build a Gateway, print. The only module that imports click."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from aai_gateway import __version__, logs, paths
+from aai_gateway.config import Settings, load_settings
+from aai_gateway.descriptor import Descriptor
+from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, load
+from aai_gateway.discovery import Scan, scan
+from aai_gateway.errors import AaiError, ConfigError
+from aai_gateway.service import Caller, Gateway
+
+log = logging.getLogger("aai_gateway.scan")
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    click.echo(f"aai-gateway: {message}", err=True)
+    sys.exit(code)
+
+
+def _settings(ctx: click.Context) -> Settings:
+    obj: dict[str, Any] = ctx.ensure_object(dict)
+    if "settings" not in obj:
+        env = dict(paths.environ())
+        if obj.get("platform"):
+            env["AAI_PLATFORM"] = obj["platform"]
+        try:
+            settings = load_settings(env, obj.get("config"))
+        except ConfigError as exc:
+            _fail(f"the configuration is invalid:\n{exc}")
+        if obj.get("log_level"):
+            settings = settings.with_changes(log_level=obj["log_level"])
+        obj["settings"] = settings
+    result: Settings = obj["settings"]
+    return result
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--mcp", "mode", flag_value="mcp", help="Serve MCP over stdio (what agents start).")
+@click.option("--scan", "mode", flag_value="scan", help="List discovered apps and every problem found.")
+@click.option(
+    "--config",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Config file (default ~/.aai/config.json).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    help="Overrides logLevel of the config.",
+)
+@click.option(
+    "--platform",
+    type=click.Choice(paths.PLATFORMS),
+    help="Serve this platform's bindings instead of the host's (also AAI_PLATFORM).",
+)
+@click.version_option(__version__, prog_name="aai-gateway")
+@click.pass_context
+def main(
+    ctx: click.Context, mode: str | None, config: Path | None, log_level: str | None, platform: str | None
+) -> None:
+    """aai-gateway: lets AI agents drive desktop and web apps through their native automation.
+
+    Apps describe what they can do in aai.json files (~/.aai/<appId>/aai.json); agents connect with
+    MCP by running `aai-gateway --mcp`.
+    """
+    ctx.ensure_object(dict).update(config=config, log_level=log_level, platform=platform)
+    if ctx.invoked_subcommand is not None:
+        return
+    if mode == "mcp":
+        _serve_mcp(_settings(ctx))
+    elif mode == "scan":
+        _print_scan(_settings(ctx))
+    else:
+        click.echo(ctx.get_help())
+
+
+def _serve_mcp(settings: Settings) -> None:
+    from aai_gateway.mcp.stdio import serve_stdio
+
+    logs.configure(settings.log_level, settings.aai_home / "logs")
+    gateway = Gateway(settings)
+    for problem in gateway.registry.scan.problems:
+        log.warning("%s", problem)
+    serve_stdio(gateway)
+
+
+def _print_scan(settings: Settings) -> None:
+    result = scan(settings)
+    click.echo(f"Platform: {settings.platform}")
+    click.echo("Scan paths: " + ", ".join(str(p) for p in settings.scan_paths))
+    served = [a for a in result.apps.values() if a.served(settings.platform)]
+    click.echo(f"\nApps ({len(served)}):")
+    for app in served:
+        click.echo("  " + _app_line(app, settings.platform))
+    if not served:
+        click.echo("  none: put descriptors in <scan path>/<appId>/aai.json")
+    _print_problems(result)
+
+
+def _app_line(app: Descriptor, platform: str) -> str:
+    names = " | ".join(n.text for n in app.names)
+    bindings = ", ".join(f"{b.platform} ({b.automation})" for b in app.served(platform))
+    count = len(app.tools(platform))
+    return f"{app.app_id}  {names}  [{bindings}]  {count} tool{'s' if count != 1 else ''}"
+
+
+def _print_problems(result: Scan) -> None:
+    click.echo(f"\nProblems ({len(result.problems)}):")
+    for problem in result.problems:
+        click.echo(f"  {problem}")
+    if not result.problems:
+        click.echo("  none")
+
+
+def _descriptor_files(path: Path) -> Iterator[Path]:
+    if path.is_dir():
+        own = path / "aai.json"
+        if own.exists() or own.is_symlink():
+            yield own
+            return
+        children = sorted(p / "aai.json" for p in path.iterdir() if (p / "aai.json").exists())
+        yield from children or [path]
+    else:
+        yield path
+
+
+@main.command()
+@click.argument("paths_", metavar="PATH...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@click.pass_context
+def validate(ctx: click.Context, paths_: tuple[Path, ...], as_json: bool) -> None:
+    """Check descriptor files (or folders of <appId>/aai.json); exit 1 if any is invalid."""
+    settings = _settings(ctx) if ctx.obj.get("config") else None
+    limit = settings.max_descriptor_bytes if settings else DEFAULT_MAX_BYTES
+    results: list[Loaded] = [load(f, max_bytes=limit) for p in paths_ for f in _descriptor_files(p)]
+    if as_json:
+        click.echo(json.dumps([_loaded_json(r) for r in results], ensure_ascii=False, indent=2))
+    else:
+        for result in results:
+            if result.descriptor is not None:
+                app = result.descriptor
+                count = sum(len(b.tools) for b in app.bindings.values())
+                click.echo(f"ok  {result.source}: {app.app_id} ({app.shape}, {', '.join(app.bindings)}; {count} tools)")
+            for problem in result.problems:
+                click.echo(f"{'!! ' if problem.severity == 'error' else '?  '}{problem}")
+        bad = sum(1 for r in results if not r.ok)
+        click.echo(f"\n{len(results) - bad} valid, {bad} invalid")
+    sys.exit(1 if any(not r.ok for r in results) else 0)
+
+
+def _loaded_json(result: Loaded) -> dict[str, Any]:
+    return {
+        "file": result.source,
+        "valid": result.ok,
+        "appId": result.descriptor.app_id if result.descriptor else None,
+        "problems": [p.as_dict() for p in result.problems],
+    }
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the apps as JSON.")
+@click.pass_context
+def apps(ctx: click.Context, as_json: bool) -> None:
+    """List the apps the gateway serves on this platform."""
+    settings = _settings(ctx)
+    served = [a for a in scan(settings).apps.values() if a.served(settings.platform)]
+    if as_json:
+        click.echo(json.dumps([a.to_json() for a in served], ensure_ascii=False, indent=2))
+        return
+    for app in served:
+        click.echo(_app_line(app, settings.platform))
+
+
+@main.command()
+@click.argument("app")
+@click.pass_context
+def guide(ctx: click.Context, app: str) -> None:
+    """Print an app's operation guide, as agents see it."""
+    gateway = Gateway(_settings(ctx))
+    try:
+        click.echo(gateway.guide(app), nl=False)
+    except AaiError as exc:
+        _fail(str(exc), 1)
+
+
+@main.command()
+@click.argument("app")
+@click.argument("tool")
+@click.argument("args", required=False, default="{}")
+@click.pass_context
+def call(ctx: click.Context, app: str, tool: str, args: str) -> None:
+    """Run one tool, e.g. `aai-gateway call io.mpv seek '{"offset": 5000000}'`; prints the result."""
+    settings = _settings(ctx)
+    logs.configure(settings.log_level if ctx.obj.get("log_level") else "warning", settings.aai_home / "logs")
+    try:
+        parsed = json.loads(args)
+    except json.JSONDecodeError as exc:
+        _fail(f"ARGS must be a JSON object: {exc.msg} at column {exc.colno}")
+    gateway = Gateway(settings)
+
+    async def run() -> Any:
+        try:
+            return await gateway.call(app, tool, parsed, Caller(name="cli", transport="cli"))
+        finally:
+            await gateway.aclose()
+
+    try:
+        result = asyncio.run(run())
+    except AaiError as exc:
+        _fail(f"{exc} [{exc.code} {exc.type}]", 1)
+    click.echo(result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, indent=2))

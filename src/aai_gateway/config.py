@@ -1,0 +1,120 @@
+"""Settings: read once from `~/.aai/config.json` and the environment, then frozen.
+
+A missing file means defaults. An unknown key or a wrong type is a `ConfigError` naming the key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft7Validator
+
+from aai_gateway import paths
+from aai_gateway.errors import ConfigError
+from aai_gateway.problems import describe, pointer
+
+DEFAULT_SCAN_PATH = "~/.aai"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    scan_paths: tuple[Path, ...]
+    platform: str
+    default_timeout: float = 30.0
+    log_level: str = "info"
+    enable_web_ui: bool = True
+    http_port: int = 3000
+    max_descriptor_bytes: int = 1024 * 1024
+    aai_home: Path = field(default_factory=lambda: Path.home() / ".aai")
+    home: Path = field(default_factory=Path.home)
+    config_file: Path | None = None
+    """The file the settings came from, or None when defaults were used."""
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """For each setting that did not come from defaults, where it came from."""
+
+    def with_changes(self, **changes: Any) -> Settings:
+        return replace(self, **changes)
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(files("aai_gateway").joinpath("config.schema.json").read_text("utf-8"))
+    return schema
+
+
+def known_keys() -> list[str]:
+    return sorted(_schema()["properties"])
+
+
+@cache
+def _validator() -> Draft7Validator:
+    return Draft7Validator(_schema())
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Parse and check a config file; every problem is reported at once, each naming its key."""
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: must be a JSON object of settings, got {type(data).__name__}")
+    errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = []
+        for err in errors:
+            where = pointer(err.absolute_path)
+            if err.validator == "additionalProperties":
+                known = ", ".join(known_keys())
+                extra = sorted(set(data) - set(known_keys()))
+                for key in extra:
+                    lines.append(f"{path}: unknown key '{key}' (known keys: {known})")
+                continue
+            key = where.lstrip("/") or "(root)"
+            lines.append(f"{path}: key '{key}': {describe(err)}")
+        raise ConfigError("\n".join(lines))
+    return data
+
+
+def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None = None) -> Settings:
+    env = paths.environ() if env is None else env
+    home = paths.aai_home(env)
+    path = config_path or paths.config_file(env)
+    data = read_config_file(path)
+    sources: dict[str, str] = {key: str(path) for key in data}
+
+    platform = data.get("platform") or paths.host_platform()
+    if env.get("AAI_PLATFORM"):
+        platform = env["AAI_PLATFORM"]
+        if platform not in paths.PLATFORMS:
+            raise ConfigError(
+                f"environment variable AAI_PLATFORM: must be one of {', '.join(paths.PLATFORMS)}; got '{platform}'"
+            )
+        sources["platform"] = "AAI_PLATFORM"
+
+    scan_paths = tuple(paths.expand(p, env) for p in data.get("scanPaths", [str(home)]))
+    return Settings(
+        scan_paths=scan_paths,
+        platform=platform,
+        default_timeout=float(data.get("defaultTimeout", 30)),
+        log_level=data.get("logLevel", "info"),
+        enable_web_ui=data.get("enableWebUI", True),
+        http_port=data.get("httpPort", 3000),
+        max_descriptor_bytes=data.get("maxDescriptorBytes", 1024 * 1024),
+        aai_home=home,
+        home=paths.home(env),
+        config_file=path if data or path.exists() else None,
+        sources=sources,
+    )

@@ -1,0 +1,29 @@
+"""Pieces the shape adapters share."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aai_gateway.descriptor.model import Name, Tool
+
+TOOL_FIELDS = frozenset({"name", "description", "parameters", "returns", "timeout"})
+
+
+def pipe_names(text: str) -> tuple[Name, ...]:
+    """ "Reminders|提醒事项|Rappels" → three names, the first the primary one."""
+    return tuple(Name(part.strip()) for part in text.split("|") if part.strip())
+
+
+def make_tool(raw: Mapping[str, Any], *, timeout_scale: float = 1.0, **extra: Any) -> Tool:
+    options = {k: v for k, v in raw.items() if k not in TOOL_FIELDS}
+    options.update(extra)
+    timeout = raw.get("timeout")
+    return Tool(
+        name=raw["name"],
+        description=raw.get("description", ""),
+        parameters=raw.get("parameters") or {"type": "object", "properties": {}},
+        returns=raw.get("returns"),
+        timeout=None if timeout is None else float(timeout) * timeout_scale,
+        options=options,
+    )

@@ -1,0 +1,120 @@
+"""The one normalised descriptor model every shape (A, B, C) is turned into.
+
+Executor-specific fields stay in `options` mappings with snake_case keys: a binding's options are
+read only by the executor registered for its `automation`, so a new backend needs no change here.
+The mappings are plain parsed JSON (jsonschema needs real dicts and lists); treat them as read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Shape = Literal["multi", "single", "camel"]
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    text: str
+    lang: str | None = None
+    """BCP-47 tag when the descriptor says it (shape C); pipe-separated names (shape B) carry none."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    returns: Mapping[str, Any] | None = None
+    timeout: float | None = None
+    """Seconds; None means the app's or the gateway's default."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    platform: str
+    automation: str
+    tools: tuple[Tool, ...]
+    options: Mapping[str, Any] = field(default_factory=dict)
+    auth: Mapping[str, Any] | None = None
+
+    def tool(self, name: str) -> Tool | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Descriptor:
+    app_id: str
+    names: tuple[Name, ...]
+    description: str
+    bindings: Mapping[str, Binding]
+    shape: Shape
+    aliases: tuple[str, ...] = ()
+    version: str | None = None
+    source: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.names[0].text if self.names else self.app_id
+
+    def served(self, platform: str) -> tuple[Binding, ...]:
+        """The bindings a gateway on `platform` serves: the platform's own, then `web`."""
+        return tuple(self.bindings[p] for p in (platform, "web") if p in self.bindings)
+
+    def find_tool(self, platform: str, name: str) -> tuple[Binding, Tool] | None:
+        for binding in self.served(platform):
+            tool = binding.tool(name)
+            if tool is not None:
+                return binding, tool
+        return None
+
+    def tools(self, platform: str) -> list[tuple[Binding, Tool]]:
+        """Every served tool once; the platform's own binding wins over `web` for a shared name."""
+        seen: set[str] = set()
+        found = []
+        for binding in self.served(platform):
+            for tool in binding.tools:
+                if tool.name not in seen:
+                    seen.add(tool.name)
+                    found.append((binding, tool))
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        """A plain, stable JSON form of the model (golden files, `resources/read`)."""
+        return {
+            "appId": self.app_id,
+            "shape": self.shape,
+            "names": [{"text": n.text, "lang": n.lang} for n in self.names],
+            "description": self.description,
+            "aliases": list(self.aliases),
+            "version": self.version,
+            "bindings": {
+                p: {
+                    "automation": b.automation,
+                    "options": _plain(b.options),
+                    "auth": _plain(b.auth),
+                    "tools": [
+                        {
+                            "name": t.name,
+                            "description": t.description,
+                            "parameters": _plain(t.parameters),
+                            "returns": _plain(t.returns),
+                            "timeout": t.timeout,
+                            "options": _plain(t.options),
+                        }
+                        for t in b.tools
+                    ],
+                }
+                for p, b in self.bindings.items()
+            },
+        }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value

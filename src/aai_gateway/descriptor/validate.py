@@ -1,0 +1,250 @@
+"""Reading and checking descriptor files; every problem names the file, a JSON pointer and what is wrong.
+
+Nothing here raises for a bad file: `load` returns the problems, so one bad file never stops others.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft7Validator, SchemaError
+
+from aai_gateway.descriptor.formats import detect, normalise
+from aai_gateway.descriptor.model import Descriptor, Shape
+from aai_gateway.problems import Problem, describe, pointer, short
+
+DEFAULT_MAX_BYTES = 1024 * 1024
+
+SHAPE_NAMES: Mapping[Shape, str] = {
+    "multi": "multi-platform (appId + platforms)",
+    "single": "single-platform (schema_version + platform + app)",
+    "camel": "camelCase (schemaVersion + platform + app)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    source: str
+    descriptor: Descriptor | None
+    problems: tuple[Problem, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.descriptor is not None
+
+
+@cache
+def validator(shape: Shape) -> Draft7Validator:
+    text = files("aai_gateway.descriptor").joinpath(f"schemas/aai-{shape}.schema.json").read_text("utf-8")
+    return Draft7Validator(json.loads(text))
+
+
+def load(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Loaded:
+    """Read, parse, check and normalise one descriptor file."""
+    source = str(path)
+    data, problem = read_bytes(path, max_bytes)
+    if problem is not None:
+        return Loaded(source, None, (problem,))
+    assert data is not None
+    return check_bytes(data, source)
+
+
+def read_bytes(path: Path, max_bytes: int) -> tuple[bytes | None, Problem | None]:
+    source = str(path)
+    try:
+        info = path.stat()
+    except OSError as exc:
+        return None, Problem(source, "", _os_reason(exc))
+    if stat.S_ISDIR(info.st_mode):
+        return None, Problem(source, "", "is a directory, expected a JSON file")
+    if not stat.S_ISREG(info.st_mode):
+        return None, Problem(source, "", "is not a regular file (a device, pipe or socket), so it is not read")
+    if info.st_size > max_bytes:
+        return None, Problem(source, "", f"is {_size(info.st_size)}, over the {_size(max_bytes)} limit")
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        return None, Problem(source, "", _os_reason(exc))
+    if len(data) > max_bytes:
+        return None, Problem(source, "", f"grew past the {_size(max_bytes)} limit while being read")
+    return data, None
+
+
+def check_bytes(data: bytes, source: str) -> Loaded:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return Loaded(
+            source,
+            None,
+            (
+                Problem(
+                    source,
+                    "",
+                    f"is not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line} (offset {exc.start})",
+                ),
+            ),
+        )
+    duplicates: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in items:
+            if key in seen:
+                duplicates.append(key)
+            seen[key] = value
+        return seen
+
+    try:
+        doc = json.loads(text, object_pairs_hook=pairs)
+    except json.JSONDecodeError as exc:
+        return Loaded(
+            source,
+            None,
+            (Problem(source, "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"),),
+        )
+    except RecursionError:
+        return Loaded(source, None, (Problem(source, "", "JSON is nested too deeply to read"),))
+    warnings = tuple(
+        Problem(source, "", f"key '{key}' appears twice in one object; the last one is used", "warning")
+        for key in duplicates
+    )
+    loaded = check_document(doc, source)
+    return Loaded(loaded.source, loaded.descriptor, warnings + loaded.problems)
+
+
+def check_document(doc: Any, source: str) -> Loaded:
+    """Check a parsed document against its shape's schema and the rules a schema cannot say."""
+    if not isinstance(doc, dict):
+        return Loaded(source, None, (Problem(source, "", f"must be a JSON object, got {_kind(doc)}"),))
+    shape = detect(doc)
+    if shape is None:
+        message = (
+            "is not an aai.json descriptor: expected 'appId' and 'platforms' (multi-platform), "
+            "or 'platform' and 'app' (single-platform)"
+        )
+        return Loaded(source, None, (Problem(source, "", message),))
+    problems = [
+        Problem(source, pointer(err.absolute_path), describe(err))
+        for err in sorted(validator(shape).iter_errors(doc), key=_order)
+    ]
+    if not problems:
+        problems = _semantic_problems(doc, shape, source)
+    if any(p.severity == "error" for p in problems):
+        return Loaded(source, None, tuple(problems))
+    return Loaded(source, normalise(doc, shape, source), tuple(problems))
+
+
+def _order(err: Any) -> tuple[list[str], str]:
+    return [str(p) for p in err.absolute_path], err.message
+
+
+def _tool_lists(doc: Mapping[str, Any], shape: Shape) -> list[tuple[list[str | int], list[Any]]]:
+    if shape == "multi":
+        return [(["platforms", p, "tools"], b.get("tools", [])) for p, b in doc["platforms"].items()]
+    return [(["tools"], doc["tools"])]
+
+
+def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> list[Problem]:
+    problems: list[Problem] = []
+    for base, tools in _tool_lists(doc, shape):
+        seen: dict[str, int] = {}
+        for index, tool in enumerate(tools):
+            at = [*base, index]
+            name = tool.get("name")
+            if name in seen:
+                problems.append(
+                    Problem(
+                        source,
+                        pointer([*at, "name"]),
+                        f"tool name '{name}' is already used by tool {seen[name]}",
+                    )
+                )
+            else:
+                seen[name] = index
+            if not tool.get("description"):
+                problems.append(
+                    Problem(
+                        source,
+                        pointer(at),
+                        f"tool '{name}' has no description; agents see only its name",
+                        "warning",
+                    )
+                )
+            key = "parameters" if "parameters" in tool or shape != "camel" else "inputSchema"
+            problems.extend(_schema_problems(tool.get(key), [*at, key], source))
+            if isinstance(tool.get("returns"), dict):
+                problems.extend(_schema_problems(tool["returns"], [*at, "returns"], source, root_object=False))
+    if shape != "multi":
+        execution = doc.get("execution") or {}
+        url = execution.get("base_url") or execution.get("baseUrl")
+        kind = execution.get("type")
+        if doc["platform"] == "web" and not url:
+            problems.append(Problem(source, pointer(["execution"]), "a web descriptor needs execution.base_url"))
+        if doc["platform"] != "web" and kind == "http":
+            problems.append(Problem(source, pointer(["execution", "type"]), "type 'http' is only for platform 'web'"))
+    for at, url in _urls(doc, shape):
+        if not url.startswith(("https://", "http://")):
+            problems.append(Problem(source, pointer(at), f"{short(url)} is not an http(s) URL"))
+    return problems
+
+
+def _urls(doc: Mapping[str, Any], shape: Shape) -> list[tuple[list[str | int], str]]:
+    if shape == "multi":
+        web = doc["platforms"].get("web")
+        return [(["platforms", "web", "base_url"], web["base_url"])] if web else []
+    execution = doc.get("execution") or {}
+    return [(["execution", k], v) for k, v in execution.items() if k in ("base_url", "baseUrl")]
+
+
+def _schema_problems(schema: Any, at: list[str | int], source: str, *, root_object: bool = True) -> list[Problem]:
+    try:
+        Draft7Validator.check_schema(schema)
+    except SchemaError as exc:
+        where = pointer([*at, *exc.absolute_path])
+        return [Problem(source, where, f"is not a valid JSON Schema: {describe(exc)}")]
+    if root_object and schema.get("type", "object") != "object":
+        return [
+            Problem(
+                source,
+                pointer([*at, "type"]),
+                f'parameters must describe an object (type "object"), not {short(schema.get("type"))}',
+            )
+        ]
+    return []
+
+
+def _kind(value: Any) -> str:
+    return {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
+        type(value), "null"
+    )
+
+
+def _size(n: int) -> str:
+    if n >= 1024 * 1024:
+        return f"{n / (1024 * 1024):.1f} MiB"
+    if n >= 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n} bytes"
+
+
+def _os_reason(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "is a symlink loop and cannot be opened"
+    if exc.errno == errno.ENOENT:
+        return "is a dangling symlink" if exc.filename and Path(exc.filename).is_symlink() else "does not exist"
+    if exc.errno == errno.EACCES:
+        return "cannot be read: permission denied"
+    if exc.errno == errno.EISDIR:
+        return "is a directory, expected a JSON file"
+    return f"cannot be read: {exc.strerror}"

@@ -1,0 +1,84 @@
+"""The index of apps the gateway serves, built from one scan."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from aai_gateway.descriptor import Descriptor
+from aai_gateway.descriptor.validate import Loaded
+from aai_gateway.problems import Problem
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    apps: Mapping[str, Descriptor]
+    """Every valid descriptor by app id, in scan order, including apps with nothing for this platform."""
+    problems: tuple[Problem, ...]
+    platform: str
+
+    @classmethod
+    def build(cls, loaded: list[Loaded], problems: list[Problem], platform: str) -> Scan:
+        apps: dict[str, Descriptor] = {}
+        found = list(problems)
+        for item in loaded:
+            found.extend(item.problems)
+            app = item.descriptor
+            if app is None:
+                continue
+            if app.app_id in apps:
+                found.append(
+                    Problem(
+                        item.source,
+                        "/appId",
+                        f"app id '{app.app_id}' is already used by {apps[app.app_id].source}",
+                    )
+                )
+                continue
+            folder = Path(item.source).parent.name
+            if Path(item.source).name == "aai.json" and folder != app.app_id and not folder.endswith(".app"):
+                found.append(
+                    Problem(
+                        item.source,
+                        "/appId",
+                        f"app id '{app.app_id}' differs from its folder name '{folder}'",
+                        "warning",
+                    )
+                )
+            apps[app.app_id] = app
+            if not app.served(platform):
+                found.append(
+                    Problem(
+                        item.source,
+                        "",
+                        f"has no binding for {platform} or web (it has {', '.join(app.bindings)}), so it is not served",
+                        "warning",
+                    )
+                )
+        return cls(apps=apps, problems=tuple(found), platform=platform)
+
+    @property
+    def errors(self) -> tuple[Problem, ...]:
+        return tuple(p for p in self.problems if p.severity == "error")
+
+
+class Registry:
+    """The apps currently served; replaced whole on rescan so readers never see half a scan."""
+
+    def __init__(self, scan: Scan) -> None:
+        self._scan = scan
+
+    @property
+    def scan(self) -> Scan:
+        return self._scan
+
+    def replace(self, scan: Scan) -> None:
+        self._scan = scan
+
+    def served(self) -> list[Descriptor]:
+        return [a for a in self._scan.apps.values() if a.served(self._scan.platform)]
+
+    def get(self, app_id: str) -> Descriptor | None:
+        app = self._scan.apps.get(app_id)
+        return app if app is not None and app.served(self._scan.platform) else None

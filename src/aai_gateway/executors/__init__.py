@@ -1,0 +1,36 @@
+"""Automation backends, one module each, registered here by automation type.
+
+Backends are imported only when first needed, so the package imports on every OS even though each
+backend's platform library (dbus-fast, pywin32, …) exists only on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib import import_module
+
+from aai_gateway.executors.base import Executor, ToolCall
+
+BACKENDS: Mapping[str, str] = {
+    "dbus": "aai_gateway.executors.dbus:DbusExecutor",
+}
+"""automation type → "module:class" of its executor."""
+
+WHY_NOT: Mapping[str, str] = {
+    "intent": "Android intents are read and checked, but this gateway has no Android executor",
+    "url_scheme": "iOS URL schemes are read and checked, but this gateway has no iOS executor",
+}
+
+
+def create(automation: str) -> Executor | None:
+    """A new executor for `automation`, or None when this gateway has none for it."""
+    target = BACKENDS.get(automation)
+    if target is None:
+        return None
+    module, _, name = target.partition(":")
+    factory = getattr(import_module(module), name)
+    executor: Executor = factory()
+    return executor
+
+
+__all__ = ["BACKENDS", "WHY_NOT", "Executor", "ToolCall", "create"]

@@ -1,0 +1,34 @@
+"""The small interface every automation backend implements.
+
+An executor receives a `ToolCall` whose arguments are already validated against the tool's schema
+and returns a JSON value. It translates every failure of its platform into an `AaiError` at its own
+edge, and it never blocks the event loop: blocking work goes to a thread, always with a timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from aai_gateway.descriptor import Binding, Descriptor, Tool
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    app: Descriptor
+    binding: Binding
+    tool: Tool
+    args: Mapping[str, Any]
+    timeout: float
+    """Seconds the whole call may take, from the tool, the app settings or the gateway default."""
+
+
+class Executor(Protocol):
+    async def execute(self, call: ToolCall) -> Any:
+        """Run the call and return its result as a JSON value, or raise an `AaiError`."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections; the executor may be used again afterwards."""
+        ...

@@ -1,0 +1,163 @@
+"""The gateway: find the app → find the tool → check the arguments → run it with its executor.
+
+Transports (MCP over stdio or HTTP, the command line) call this and only this; it knows nothing of
+any protocol, and raises only `AaiError`s for an agent to see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft7Validator
+
+from aai_gateway import executors
+from aai_gateway.config import Settings
+from aai_gateway.descriptor import Binding, Descriptor, Tool
+from aai_gateway.descriptor.guide import guide
+from aai_gateway.discovery import Registry, Scan, scan
+from aai_gateway.errors import (
+    AaiError,
+    AppNotFound,
+    AutomationFailed,
+    AutomationNotSupported,
+    InvalidParams,
+    ToolNotFound,
+)
+from aai_gateway.executors import Executor, ToolCall
+from aai_gateway.problems import describe, pointer
+
+log = logging.getLogger("aai_gateway.calls")
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who asked: the MCP client's name (or "cli") and the transport it came over."""
+
+    name: str = "unknown"
+    transport: str = "stdio"
+
+
+class Gateway:
+    def __init__(self, settings: Settings, registry: Registry | None = None) -> None:
+        self.settings = settings
+        self.registry = registry or Registry(scan(settings))
+        self._executors: dict[str, Executor] = {}
+        self._validators: dict[int, Draft7Validator] = {}
+
+    @property
+    def platform(self) -> str:
+        return self.settings.platform
+
+    def apps(self) -> list[Descriptor]:
+        return self.registry.served()
+
+    def rescan(self) -> Scan:
+        self.registry.replace(scan(self.settings))
+        self._validators.clear()
+        return self.registry.scan
+
+    def app(self, app_id: str) -> Descriptor:
+        app = self.registry.get(app_id)
+        if app is None:
+            raise AppNotFound(self._unknown_app(app_id))
+        return app
+
+    def guide(self, app_id: str) -> str:
+        return guide(self.app(app_id), self.platform)
+
+    def find(self, app_id: str, tool_name: str) -> tuple[Descriptor, Binding, Tool]:
+        app = self.app(app_id)
+        found = app.find_tool(self.platform, tool_name)
+        if found is None:
+            names = [t.name for _, t in app.tools(self.platform)]
+            close = difflib.get_close_matches(tool_name, names, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise ToolNotFound(
+                f"{app_id} has no tool '{tool_name}' on {self.platform}; its tools are: "
+                f"{', '.join(names) or 'none'}.{hint}"
+            )
+        return (app, *found)
+
+    async def call(self, app_id: str, tool_name: str, args: Mapping[str, Any] | None, caller: Caller) -> Any:
+        """Run one tool; every outcome is logged with a correlation id."""
+        call_id = uuid.uuid4().hex[:12]
+        started = time.perf_counter()
+        try:
+            result = await self._call(app_id, tool_name, {} if args is None else args)
+        except AaiError as exc:
+            log.info(
+                "call %s %s %s:%s failed %s in %.1f ms: %s",
+                call_id,
+                caller.name,
+                app_id,
+                tool_name,
+                exc.type,
+                _ms(started),
+                exc.detail,
+            )
+            raise
+        except Exception as exc:
+            log.exception("call %s %s %s:%s crashed", call_id, caller.name, app_id, tool_name)
+            raise AutomationFailed(f"the gateway failed unexpectedly ({type(exc).__name__}); see its log") from exc
+        log.info("call %s %s %s:%s ok in %.1f ms", call_id, caller.name, app_id, tool_name, _ms(started))
+        return result
+
+    async def _call(self, app_id: str, tool_name: str, args: Mapping[str, Any]) -> Any:
+        app, binding, tool = self.find(app_id, tool_name)
+        if not isinstance(args, Mapping):
+            raise InvalidParams(f"args must be an object of named arguments, got {type(args).__name__}")
+        self._check_args(tool, args)
+        executor = self._executor(binding)
+        timeout = tool.timeout or self.settings.default_timeout
+        return await executor.execute(ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=timeout))
+
+    def _check_args(self, tool: Tool, args: Mapping[str, Any]) -> None:
+        validator = self._validators.get(id(tool))
+        if validator is None:
+            validator = self._validators[id(tool)] = Draft7Validator(dict(tool.parameters))
+        errors = sorted(validator.iter_errors(dict(args)), key=lambda e: list(map(str, e.absolute_path)))
+        if errors:
+            parts = [f"{_field(e.absolute_path)}: {describe(e)}" for e in errors[:5]]
+            more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+            raise InvalidParams("; ".join(parts) + more)
+
+    def _executor(self, binding: Binding) -> Executor:
+        executor = self._executors.get(binding.automation)
+        if executor is None:
+            created = executors.create(binding.automation)
+            if created is None:
+                why = executors.WHY_NOT.get(binding.automation) or (
+                    f"this gateway has no executor for '{binding.automation}' automation"
+                )
+                raise AutomationNotSupported(f"{why} (platform {binding.platform})")
+            executor = self._executors[binding.automation] = created
+        return executor
+
+    async def aclose(self) -> None:
+        closing, self._executors = list(self._executors.values()), {}
+        await asyncio.gather(*(e.aclose() for e in closing), return_exceptions=True)
+
+    def _unknown_app(self, app_id: str) -> str:
+        ids = [a.app_id for a in self.apps()]
+        close = difflib.get_close_matches(app_id, ids, n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        known = self.registry.scan.apps.get(app_id)
+        if known is not None:
+            return f"{app_id} has no binding for {self.platform} or web (it has {', '.join(known.bindings)})."
+        return f"no app '{app_id}' is installed; known apps: {', '.join(ids) or 'none'}.{hint}"
+
+
+def _field(path: Any) -> str:
+    parts = list(path)
+    return "args" + (pointer(parts).replace("/", ".") if parts else "")
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
