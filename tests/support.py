@@ -1,0 +1,202 @@
+"""Real processes for tests: a private DBus session bus, apps on it, and the installed gateway.
+
+Every process is started here and stopped by its process id; readiness is awaited by reading a
+line or polling the real condition, never by sleeping a fixed time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+TEST_APPS = ROOT / "tests" / "apps"
+
+BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:dir={socket_dir}</listen>
+  <auth>EXTERNAL</auth>
+  {service_dirs}
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
+
+
+def gateway_command() -> str:
+    """The installed `aai-gateway` console script of the environment running the tests."""
+    beside = Path(sys.executable).parent / "aai-gateway"
+    found = str(beside) if beside.exists() else shutil.which("aai-gateway")
+    assert found, "aai-gateway is not installed in this environment"
+    return found
+
+
+def stop(proc: subprocess.Popen[Any], timeout: float = 5) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout)
+    for stream in (proc.stdout, proc.stderr, proc.stdin):
+        if stream is not None:
+            stream.close()
+
+
+def read_line(proc: subprocess.Popen[str], timeout: float) -> str:
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    if not ready:
+        raise TimeoutError(f"no output from {proc.args!r} within {timeout} s")
+    return proc.stdout.readline().strip()
+
+
+def wait_until(condition: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not happen within {timeout} s")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+class Bus:
+    """A private `dbus-daemon --session`; `service_dirs` enables activation of installed services."""
+
+    def __init__(self, workdir: Path, service_dirs: Sequence[Path] = ()) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir = workdir
+        config = workdir / "session.conf"
+        dirs = "\n  ".join(f"<servicedir>{d}</servicedir>" for d in service_dirs)
+        config.write_text(BUS_CONFIG.format(socket_dir=workdir, service_dirs=dirs))
+        self.proc: subprocess.Popen[str] = subprocess.Popen(
+            ["dbus-daemon", f"--config-file={config}", "--print-address=1", "--nofork"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.address = read_line(self.proc, 10)
+        assert self.address.startswith("unix:"), self.address
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(DBUS_SESSION_BUS_ADDRESS=self.address, **extra)
+        env.pop("DBUS_SYSTEM_BUS_ADDRESS", None)
+        return env
+
+    def has_owner(self, name: str) -> bool:
+        result = subprocess.run(
+            [
+                "dbus-send", f"--bus={self.address}", "--print-reply", "--dest=org.freedesktop.DBus",
+                "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner", f"string:{name}",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return "boolean true" in result.stdout
+
+    def stop(self) -> None:
+        stop(self.proc)
+
+
+def start_app(argv: Sequence[str], env: Mapping[str, str], timeout: float = 15) -> subprocess.Popen[str]:
+    """Start one of our own DBus apps and wait for its `ready` line."""
+    proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, env=dict(env), text=True)
+    try:
+        line = read_line(proc, timeout)
+    except TimeoutError:
+        stop(proc)
+        raise
+    assert line == "ready", f"{argv[-1]} printed {line!r} instead of ready"
+    return proc
+
+
+@contextmanager
+def running(proc: subprocess.Popen[Any]) -> Iterator[subprocess.Popen[Any]]:
+    try:
+        yield proc
+    finally:
+        stop(proc)
+
+
+def install_descriptor(aai_home: Path, source: Path) -> Path:
+    """Copy `<appId>/aai.json` from the examples or test apps into an AAI home."""
+    app_dir = aai_home / source.parent.name
+    app_dir.mkdir(parents=True, exist_ok=True)
+    target = app_dir / "aai.json"
+    shutil.copyfile(source, target)
+    return target
+
+
+class Mpv:
+    """mpv on the private bus with its MPRIS plugin, plus a client for its own JSON IPC socket."""
+
+    PLUGIN = Path("/usr/lib/mpv-mpris/mpris.so")
+
+    def __init__(self, bus: Bus, workdir: Path) -> None:
+        self.socket_path = workdir / "mpv.sock"
+        self.proc: subprocess.Popen[str] = subprocess.Popen(
+            [
+                "mpv", "--idle=yes", "--no-video", "--ao=null", "--no-config", "--no-terminal",
+                f"--script={self.PLUGIN}", f"--input-ipc-server={self.socket_path}",
+            ],
+            env=bus.env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_until(lambda: bus.has_owner("org.mpris.MediaPlayer2.mpv") and self.socket_path.exists(), 20, "mpv start")
+
+    def command(self, *command: Any) -> Any:
+        """Send one IPC command and return its `data`; events on the socket are skipped."""
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(5)
+            sock.connect(str(self.socket_path))
+            sock.sendall(json.dumps({"command": list(command), "request_id": 1}).encode() + b"\n")
+            buffer = b""
+            while True:
+                chunk = sock.recv(65536)
+                assert chunk, "mpv closed its IPC socket"
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    reply = json.loads(line)
+                    if reply.get("request_id") == 1:
+                        assert reply["error"] == "success", reply
+                        return reply.get("data")
+
+    def property(self, name: str) -> Any:
+        return self.command("get_property", name)
+
+    def stop(self) -> None:
+        stop(self.proc)
+
+
+def silent_wav(path: Path, seconds: int = 30) -> Path:
+    import wave
+
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(1)
+        out.setframerate(8000)
+        out.writeframes(b"\x80" * 8000 * seconds)
+    return path
