@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import wave
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -105,8 +106,13 @@ class Bus:
     def has_owner(self, name: str) -> bool:
         result = subprocess.run(
             [
-                "dbus-send", f"--bus={self.address}", "--print-reply", "--dest=org.freedesktop.DBus",
-                "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner", f"string:{name}",
+                "dbus-send",
+                f"--bus={self.address}",
+                "--print-reply",
+                "--dest=org.freedesktop.DBus",
+                "/org/freedesktop/DBus",
+                "org.freedesktop.DBus.NameHasOwner",
+                f"string:{name}",
             ],
             capture_output=True,
             text=True,
@@ -154,10 +160,16 @@ class Mpv:
 
     def __init__(self, bus: Bus, workdir: Path) -> None:
         self.socket_path = workdir / "mpv.sock"
-        self.proc: subprocess.Popen[str] = subprocess.Popen(
+        self.proc: subprocess.Popen[bytes] = subprocess.Popen(
             [
-                "mpv", "--idle=yes", "--no-video", "--ao=null", "--no-config", "--no-terminal",
-                f"--script={self.PLUGIN}", f"--input-ipc-server={self.socket_path}",
+                "mpv",
+                "--idle=yes",
+                "--no-video",
+                "--ao=null",
+                "--no-config",
+                "--no-terminal",
+                f"--script={self.PLUGIN}",
+                f"--input-ipc-server={self.socket_path}",
             ],
             env=bus.env(),
             stdin=subprocess.DEVNULL,
@@ -192,8 +204,6 @@ class Mpv:
 
 
 def silent_wav(path: Path, seconds: int = 30) -> Path:
-    import wave
-
     with wave.open(str(path), "wb") as out:
         out.setnchannels(1)
         out.setsampwidth(1)

@@ -26,7 +26,7 @@ from tests.support import (
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 HOSTILE = [
-    'quote " and \' and \\ backslash',
+    "quote \" and ' and \\ backslash",
     '" & (do shell script "id") & "',
     "$(touch /tmp/aai-pwned) `id` ; rm -rf /",
     "line one\nline two\r\n\ttab",
@@ -62,7 +62,7 @@ async def test_list_guide_and_exec_every_basic_type(bus: Bus, echo_app: None, tm
         assert guide.startswith("# Echo Operation Guide\n\n## App Info\n\n- ID: dev.aai.echo\n- Platform: linux\n")
         assert "### describe\n\nReport every argument back as JSON" in guide
         assert "- count (integer, required)" in guide
-        assert "- sep (string, optional): one of \",\", \" \", \"-\"; default \",\"" in guide
+        assert '- sep (string, optional): one of ",", " ", "-"; default ","' in guide
         assert guide.rstrip().endswith("Use aai:exec tool to execute operations.")
 
         args: dict[str, Any] = {"name": "n", "count": 2**31 - 1, "ratio": -0.125, "flag": True, "tags": ["a", "β"]}
@@ -70,7 +70,9 @@ async def test_list_guide_and_exec_every_basic_type(bus: Bus, echo_app: None, tm
         assert json.loads(text_of(described)) == args
 
         for value in HOSTILE:
-            echoed = await session.call_tool("aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": value}})
+            echoed = await session.call_tool(
+                "aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": value}}
+            )
             assert text_of(echoed) == value
         assert not Path("/tmp/aai-pwned").exists()
 
@@ -80,7 +82,9 @@ async def test_list_guide_and_exec_every_basic_type(bus: Bus, echo_app: None, tm
             "aai:exec", {"app": "dev.aai.echo", "tool": "scale", "args": {"value": 1.5, "factor": 3}}
         )
         assert json.loads(text_of(scaled)) == 4.5
-        negated = await session.call_tool("aai:exec", {"app": "dev.aai.echo", "tool": "negate", "args": {"flag": False}})
+        negated = await session.call_tool(
+            "aai:exec", {"app": "dev.aai.echo", "tool": "negate", "args": {"flag": False}}
+        )
         assert text_of(negated) == "true"
         joined = await session.call_tool(
             "aai:exec", {"app": "dev.aai.echo", "tool": "join", "args": {"parts": ["x", "y", "z"], "sep": "-"}}
@@ -190,12 +194,24 @@ def test_stdout_carries_only_protocol_and_logs_go_to_stderr_and_file(bus: Bus, t
     broken.mkdir()
     (broken / "aai.json").write_text("{ not json")
     requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-            "name": "aai:exec", "arguments": {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "x"}}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "aai:exec", "arguments": {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "x"}}},
+        },
     ]
     proc = subprocess.Popen(
         [gateway_command(), "--mcp", "--log-level", "debug"],
