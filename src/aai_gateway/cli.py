@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -123,19 +124,26 @@ def _print_problems(result: Scan) -> None:
 
 
 def _descriptor_files(path: Path) -> Iterator[Path]:
-    if path.is_dir():
+    """A file as given; a folder's own aai.json, else its <appId>/aai.json files, else its *.json files."""
+    try:
+        if not path.is_dir():
+            yield path
+            return
         own = path / "aai.json"
-        if own.exists() or own.is_symlink():
+        if os.path.lexists(own):
             yield own
             return
-        children = sorted(p / "aai.json" for p in path.iterdir() if (p / "aai.json").exists())
-        yield from children or [path]
-    else:
+        entries = sorted(path.iterdir())
+    except OSError:
         yield path
+        return
+    nested = [p / "aai.json" for p in entries if os.path.lexists(p / "aai.json")]
+    loose = [p for p in entries if p.suffix == ".json" and not p.is_dir()]
+    yield from nested or loose or [path]
 
 
 @main.command()
-@click.argument("paths_", metavar="PATH...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths_", metavar="PATH...", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.pass_context
 def validate(ctx: click.Context, paths_: tuple[Path, ...], as_json: bool) -> None:

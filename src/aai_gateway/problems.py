@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from jsonschema import SchemaError, ValidationError
+from jsonschema.exceptions import best_match
 
 Severity = Literal["error", "warning"]
 
@@ -69,7 +70,10 @@ def json_type(value: Any) -> str:
 
 
 def short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):
+        text = f"a {json_type(value).removeprefix('an ').removeprefix('a ')} too large to show"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -123,7 +127,14 @@ def describe(error: ValidationError | SchemaError) -> str:
     elif v == "format":
         text = f"{short(inst)} is not a valid {expected}"
     elif v in ("oneOf", "anyOf"):
-        text = f"{short(inst)} does not match any allowed form"
+        branches = expected if isinstance(expected, list) else []
+        if branches and all(isinstance(b, dict) and list(b) == ["required"] for b in branches):
+            options = " or ".join(f"'{k}'" for b in branches for k in b["required"])
+            text = f"missing required field {options}"
+        elif error.context:
+            return describe(best_match(error.context))
+        else:
+            text = f"{short(inst)} does not match any allowed form"
     elif v == "not":
         text = f"{short(inst)} is not allowed here"
     else:

@@ -80,6 +80,8 @@ def read_bytes(path: Path, max_bytes: int) -> tuple[bytes | None, Problem | None
 
 
 def check_bytes(data: bytes, source: str) -> Loaded:
+    if not data.strip():
+        return Loaded(source, None, (Problem(source, "", "is empty; expected a JSON object"),))
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -95,32 +97,57 @@ def check_bytes(data: bytes, source: str) -> Loaded:
                 ),
             ),
         )
-    duplicates: list[str] = []
+    duplicates: dict[int, list[str]] = {}
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: dict[str, Any] = {}
         for key, value in items:
             if key in seen:
-                duplicates.append(key)
+                duplicates.setdefault(id(seen), []).append(key)
             seen[key] = value
         return seen
 
+    def constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON value")
+
     try:
-        doc = json.loads(text, object_pairs_hook=pairs)
+        doc = json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
     except json.JSONDecodeError as exc:
-        return Loaded(
-            source,
-            None,
-            (Problem(source, "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"),),
-        )
+        return Loaded(source, None, (Problem(source, "", _json_error(exc, text)),))
     except RecursionError:
         return Loaded(source, None, (Problem(source, "", "JSON is nested too deeply to read"),))
+    except ValueError as exc:
+        reason = str(exc) if "JSON value" in str(exc) else "a number has too many digits to read"
+        return Loaded(source, None, (Problem(source, "", f"invalid JSON: {reason}"),))
     warnings = tuple(
-        Problem(source, "", f"key '{key}' appears twice in one object; the last one is used", "warning")
-        for key in duplicates
+        Problem(source, pointer(at), f"key '{key}' appears twice in one object; the last one is used", "warning")
+        for at, keys in _objects_with(doc, duplicates)
+        for key in keys
     )
     loaded = check_document(doc, source)
     return Loaded(loaded.source, loaded.descriptor, warnings + loaded.problems)
+
+
+def _json_error(exc: json.JSONDecodeError, text: str) -> str:
+    where = f"line {exc.lineno}, column {exc.colno}"
+    if exc.pos >= len(text.rstrip()):
+        return f"invalid JSON at {where}: the file ends before the JSON is complete (an object or array is not closed)"
+    return f"invalid JSON at {where}: {exc.msg.removesuffix(' at')}"
+
+
+def _objects_with(doc: Any, marked: Mapping[int, list[str]]) -> list[tuple[list[str | int], list[str]]]:
+    """Where in `doc` the objects whose `id` is in `marked` are (JSON pointer parts)."""
+    found: list[tuple[list[str | int], list[str]]] = []
+    stack: list[tuple[list[str | int], Any]] = [([], doc)]
+    while marked and stack:
+        at, value = stack.pop()
+        if isinstance(value, dict):
+            if id(value) in marked:
+                found.append((at, marked[id(value)]))
+            stack.extend(([*at, k], v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend(([*at, i], v) for i, v in enumerate(value))
+    return sorted(found, key=lambda item: [str(p) for p in item[0]])
 
 
 def check_document(doc: Any, source: str) -> Loaded:
@@ -131,15 +158,23 @@ def check_document(doc: Any, source: str) -> Loaded:
     if shape is None:
         message = (
             "is not an aai.json descriptor: expected 'appId' and 'platforms' (multi-platform), "
-            "or 'platform' and 'app' (single-platform)"
+            "'schema_version', 'platform' and 'app' (single-platform), "
+            "or 'schemaVersion', 'platform' and 'app' (camelCase)"
         )
         return Loaded(source, None, (Problem(source, "", message),))
-    problems = [
-        Problem(source, pointer(err.absolute_path), describe(err))
-        for err in sorted(validator(shape).iter_errors(doc), key=_order)
-    ]
-    if not problems:
-        problems = _semantic_problems(doc, shape, source)
+    try:
+        problems = list(
+            dict.fromkeys(
+                Problem(source, pointer(err.absolute_path), describe(err))
+                for err in sorted(validator(shape).iter_errors(doc), key=_order)
+            )
+        )
+        if not problems:
+            problems = _semantic_problems(doc, shape, source)
+    except RecursionError:
+        problems = [Problem(source, "", "is nested too deeply to check")]
+    except ValueError:
+        problems = [Problem(source, "", "holds a number too large to check")]
     if any(p.severity == "error" for p in problems):
         return Loaded(source, None, tuple(problems))
     return Loaded(source, normalise(doc, shape, source), tuple(problems))
@@ -185,21 +220,28 @@ def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> lis
             problems.extend(_schema_problems(tool.get(key), [*at, key], source))
             if isinstance(tool.get("returns"), dict):
                 problems.extend(_schema_problems(tool["returns"], [*at, "returns"], source, root_object=False))
+    name = doc["name"] if shape == "multi" else doc["app"]["name"]
+    if isinstance(name, str) and not name.replace("|", "").strip():
+        at = ["name"] if shape == "multi" else ["app", "name"]
+        problems.append(Problem(source, pointer(at), "has no name between its | separators"))
     if shape != "multi":
         execution = doc.get("execution") or {}
         url = execution.get("base_url") or execution.get("baseUrl")
         kind = execution.get("type")
         if doc["platform"] == "web" and not url:
-            problems.append(Problem(source, pointer(["execution"]), "a web descriptor needs execution.base_url"))
+            at = ["execution"] if "execution" in doc else []
+            problems.append(Problem(source, pointer(at), "a web descriptor needs execution.base_url"))
         if doc["platform"] != "web" and kind == "http":
             problems.append(Problem(source, pointer(["execution", "type"]), "type 'http' is only for platform 'web'"))
     for at, url in _urls(doc, shape):
-        if not url.startswith(("https://", "http://")):
+        if not isinstance(url, str):
+            problems.append(Problem(source, pointer(at), f"must be a string URL, got {short(url)}"))
+        elif not url.startswith(("https://", "http://")):
             problems.append(Problem(source, pointer(at), f"{short(url)} is not an http(s) URL"))
     return problems
 
 
-def _urls(doc: Mapping[str, Any], shape: Shape) -> list[tuple[list[str | int], str]]:
+def _urls(doc: Mapping[str, Any], shape: Shape) -> list[tuple[list[str | int], Any]]:
     if shape == "multi":
         web = doc["platforms"].get("web")
         return [(["platforms", "web", "base_url"], web["base_url"])] if web else []
@@ -213,12 +255,14 @@ def _schema_problems(schema: Any, at: list[str | int], source: str, *, root_obje
     except SchemaError as exc:
         where = pointer([*at, *exc.absolute_path])
         return [Problem(source, where, f"is not a valid JSON Schema: {describe(exc)}")]
+    except RecursionError:
+        return [Problem(source, pointer(at), "is nested too deeply to check")]
     if root_object and schema.get("type", "object") != "object":
         return [
             Problem(
                 source,
                 pointer([*at, "type"]),
-                f'parameters must describe an object (type "object"), not {short(schema.get("type"))}',
+                f'{at[-1]} must describe an object (type "object"), not {short(schema.get("type"))}',
             )
         ]
     return []

@@ -42,7 +42,7 @@ def names_of(app: Mapping[str, Any]) -> tuple[Name, ...]:
 def tool_from(raw: Mapping[str, Any]) -> Tool:
     execution = snake_keys(raw.get("execution") or {})
     rest = snake_keys({k: v for k, v in raw.items() if k != "execution"})
-    return make_tool(rest, **execution)
+    return make_tool(rest, execution)
 
 
 def automation_for(platform: str, execution_type: str | None) -> str:

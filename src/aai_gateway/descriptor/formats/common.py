@@ -15,9 +15,10 @@ def pipe_names(text: str) -> tuple[Name, ...]:
     return tuple(Name(part.strip()) for part in text.split("|") if part.strip())
 
 
-def make_tool(raw: Mapping[str, Any], *, timeout_scale: float = 1.0, **extra: Any) -> Tool:
+def make_tool(raw: Mapping[str, Any], extra: Mapping[str, Any] | None = None, *, timeout_scale: float = 1.0) -> Tool:
+    """A tool from its raw fields; `extra` (a tool's own execution block) joins its options."""
     options = {k: v for k, v in raw.items() if k not in TOOL_FIELDS}
-    options.update(extra)
+    options.update(extra or {})
     timeout = raw.get("timeout")
     return Tool(
         name=raw["name"],

@@ -20,7 +20,7 @@ def tool_from(raw: Mapping[str, Any]) -> Tool:
     """A tool's own `execution` block (path, method, headers) is flattened into its options."""
     execution = raw.get("execution") or {}
     rest = {k: v for k, v in raw.items() if k != "execution"}
-    return make_tool(rest, **execution)
+    return make_tool(rest, execution)
 
 
 def build(
