@@ -8,6 +8,7 @@ are made in `tmp_path`. The tests at the end pin edge cases that once crashed or
 
 from __future__ import annotations
 
+import codecs
 import copy
 import json
 import os
@@ -17,7 +18,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
 
@@ -25,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from aai_gateway.cli import main as gateway_main
 from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_bytes, check_document, load
 from aai_gateway.problems import Problem
 from tests.support import gateway_command
@@ -174,22 +177,36 @@ def test_two_mib_file_against_the_default_one_mib_cap(tmp_path: Path) -> None:
     assert load(path, max_bytes=3 * MiB).ok, "the padding is whitespace: only the size is wrong"
 
 
-def as_reader(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    """Run argv as a user that permissions apply to: root reads mode-000 files, so root becomes nobody."""
-    if os.geteuid() == 0:
-        setpriv = shutil.which("setpriv")
-        assert setpriv, "setpriv (Debian package util-linux) is needed to drop root"
-        argv = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
-        control = subprocess.run(
-            [*argv[:4], gateway_command(), "--version"],
-            capture_output=True,
-            text=True,
-            cwd="/",
-            timeout=60,
-            check=False,
-        )
-        assert control.returncode == 0, f"user nobody cannot run {gateway_command()}: {control.stderr}"
-    return subprocess.run(argv, capture_output=True, text=True, cwd="/", timeout=60, check=False)
+def as_reader(run: Callable[[], object], workdir: Path) -> subprocess.CompletedProcess[str]:
+    """Run `run` in a forked child as a user that permissions apply to (root reads mode-000 files,
+    so root becomes nobody); its stdout, stderr and exit status come back as a CompletedProcess."""
+    out, err = workdir / "reader.out", workdir / "reader.err"
+    codecs.lookup("utf-8-sig")  # imported lazily; nobody may not be able to read the Python installation
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 99
+        try:
+            with out.open("w") as stdout, err.open("w") as stderr:
+                sys.stdout, sys.stderr = stdout, stderr
+                try:
+                    if os.geteuid() == 0:
+                        os.setgroups([])
+                        os.setgid(NOBODY)
+                        os.setuid(NOBODY)
+                    run()
+                    code = 0
+                except SystemExit as exc:
+                    code = exc.code if isinstance(exc.code, int) else 1
+                except BaseException:
+                    traceback.print_exc()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return subprocess.CompletedProcess([], os.waitstatus_to_exitcode(status), out.read_text(), err.read_text())
+
+
+def validate_command(*args: str) -> Callable[[], object]:
+    return lambda: gateway_main(["validate", *args], prog_name="aai-gateway")
 
 
 @pytest.fixture
@@ -220,36 +237,27 @@ def unreadable() -> Iterator[Path]:
         yield target
 
 
-LOAD_AND_PRINT = (
-    "import json, sys; from pathlib import Path; from aai_gateway.descriptor.validate import load; "
-    "print(json.dumps([p.as_dict() for p in load(Path(sys.argv[1])).problems]))"
-)
-
-
 @pytest.mark.parametrize("where", ["locked", "unreadable"])
-def test_unreadable_file(request: pytest.FixtureRequest, where: str) -> None:
+def test_unreadable_file(request: pytest.FixtureRequest, where: str, tmp_path: Path) -> None:
     target: Path = request.getfixturevalue(where)
-    if os.geteuid() == 0:
-        result = as_reader([sys.executable, "-c", LOAD_AND_PRINT, str(target)])
-        assert result.returncode == 0, result.stderr
-        problems = json.loads(result.stdout)
-    else:
-        problems = [p.as_dict() for p in load(target).problems]
+    result = as_reader(lambda: print(json.dumps([p.as_dict() for p in load(target).problems])), tmp_path)
+    assert result.returncode == 0, result.stderr
+    problems = json.loads(result.stdout)
     assert problems == [
         {"file": str(target), "pointer": "", "message": "cannot be read: permission denied", "severity": "error"}
     ]
 
 
-def test_cli_reports_a_file_in_a_directory_it_cannot_enter(locked: Path) -> None:
-    result = as_reader([gateway_command(), "validate", str(SEEDS[0]), str(locked)])
+def test_cli_reports_a_file_in_a_directory_it_cannot_enter(locked: Path, tmp_path: Path) -> None:
+    result = as_reader(validate_command(str(SEEDS[0]), str(locked)), tmp_path)
     assert "Traceback" not in result.stderr, result.stderr
     assert result.returncode == 1
     assert f"ok  {SEEDS[0]}: " in result.stdout
     assert f"!! {locked}: cannot be read: permission denied" in result.stdout.splitlines()
 
 
-def test_cli_reports_an_unreadable_file_among_good_ones(unreadable: Path) -> None:
-    result = as_reader([gateway_command(), "validate", str(SEEDS[0]), str(unreadable)])
+def test_cli_reports_an_unreadable_file_among_good_ones(unreadable: Path, tmp_path: Path) -> None:
+    result = as_reader(validate_command(str(SEEDS[0]), str(unreadable)), tmp_path)
     assert "is not readable" not in result.stderr, result.stderr
     assert result.returncode == 1
     assert f"ok  {SEEDS[0]}: " in result.stdout
