@@ -193,10 +193,13 @@ class Mpv:
                     line, buffer = buffer.split(b"\n", 1)
                     reply = json.loads(line)
                     if reply.get("request_id") == 1:
+                        if reply["error"] == "property unavailable":
+                            return None
                         assert reply["error"] == "success", reply
                         return reply.get("data")
 
     def property(self, name: str) -> Any:
+        """A property's value, or None while mpv has none (e.g. `path` before a file loads)."""
         return self.command("get_property", name)
 
     def stop(self) -> None:

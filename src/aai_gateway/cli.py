@@ -48,7 +48,10 @@ def _settings(ctx: click.Context) -> Settings:
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--mcp", "mode", flag_value="mcp", help="Serve MCP over stdio (what agents start).")
+@click.option("--web", "mode", flag_value="web", help="Serve MCP over streamable HTTP at /mcp (httpHost:httpPort).")
 @click.option("--scan", "mode", flag_value="scan", help="List discovered apps and every problem found.")
+@click.option("--host", help="With --web: the address to listen on (overrides httpHost).")
+@click.option("--port", type=click.IntRange(0, 65535), help="With --web: the port (overrides httpPort; 0 picks one).")
 @click.option(
     "--config",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -67,7 +70,13 @@ def _settings(ctx: click.Context) -> Settings:
 @click.version_option(__version__, prog_name="aai-gateway")
 @click.pass_context
 def main(
-    ctx: click.Context, mode: str | None, config: Path | None, log_level: str | None, platform: str | None
+    ctx: click.Context,
+    mode: str | None,
+    host: str | None,
+    port: int | None,
+    config: Path | None,
+    log_level: str | None,
+    platform: str | None,
 ) -> None:
     """aai-gateway: lets AI agents drive desktop and web apps through their native automation.
 
@@ -79,6 +88,14 @@ def main(
         return
     if mode == "mcp":
         _serve_mcp(_settings(ctx))
+    elif mode == "web":
+        settings = _settings(ctx)
+        changes: dict[str, Any] = {}
+        if host is not None:
+            changes["http_host"] = host
+        if port is not None:
+            changes["http_port"] = port
+        _serve_web(settings.with_changes(**changes))
     elif mode == "scan":
         _print_scan(_settings(ctx))
     else:
@@ -93,6 +110,20 @@ def _serve_mcp(settings: Settings) -> None:
     for problem in gateway.registry.scan.problems:
         log.warning("%s", problem)
     serve_stdio(gateway)
+
+
+def _serve_web(settings: Settings) -> None:
+    from aai_gateway.mcp.http import listening_socket, serve_http
+
+    logs.configure(settings.log_level, settings.aai_home / "logs")
+    try:
+        sock = listening_socket(settings.http_host, settings.http_port)
+    except OSError as exc:
+        _fail(f"cannot listen on {settings.http_host}:{settings.http_port}: {exc.strerror or exc}")
+    gateway = Gateway(settings)
+    for problem in gateway.registry.scan.problems:
+        log.warning("%s", problem)
+    serve_http(gateway, sock)
 
 
 def _print_scan(settings: Settings) -> None:

@@ -29,7 +29,11 @@ class Settings:
     default_timeout: float = 30.0
     log_level: str = "info"
     enable_web_ui: bool = True
+    http_host: str = "127.0.0.1"
     http_port: int = 3000
+    scan_interval_minutes: float = 0.0
+    tool_names: str = "spec"
+    error_style: str = "jsonrpc"
     max_descriptor_bytes: int = 1024 * 1024
     aai_home: Path = field(default_factory=lambda: Path.home() / ".aai")
     home: Path = field(default_factory=Path.home)
@@ -111,7 +115,11 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         default_timeout=float(data.get("defaultTimeout", 30)),
         log_level=data.get("logLevel", "info"),
         enable_web_ui=data.get("enableWebUI", True),
+        http_host=data.get("httpHost", "127.0.0.1"),
         http_port=data.get("httpPort", 3000),
+        scan_interval_minutes=float(data.get("scanIntervalMinutes", 0)),
+        tool_names=data.get("toolNames", "spec"),
+        error_style=data.get("errorStyle", "jsonrpc"),
         max_descriptor_bytes=data.get("maxDescriptorBytes", 1024 * 1024),
         aai_home=home,
         home=paths.home(env),

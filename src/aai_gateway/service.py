@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import json
 import logging
 import time
 import uuid
@@ -21,7 +22,7 @@ from aai_gateway import executors
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Binding, Descriptor, Tool
 from aai_gateway.descriptor.guide import guide
-from aai_gateway.discovery import Registry, Scan, scan
+from aai_gateway.discovery import Registry, scan
 from aai_gateway.errors import (
     AaiError,
     AppNotFound,
@@ -58,10 +59,15 @@ class Gateway:
     def apps(self) -> list[Descriptor]:
         return self.registry.served()
 
-    def rescan(self) -> Scan:
-        self.registry.replace(scan(self.settings))
+    def rescan(self) -> bool:
+        """Scan again; True when the apps served changed (what clients must be told)."""
+        before = _fingerprint(self.apps())
+        self.registry.replace(scan(self.settings, self.registry.scan))
         self._validators.clear()
-        return self.registry.scan
+        changed = _fingerprint(self.apps()) != before
+        if changed:
+            log.info("apps changed: now %s", ", ".join(a.app_id for a in self.apps()) or "none")
+        return changed
 
     def app(self, app_id: str) -> Descriptor:
         app = self.registry.get(app_id)
@@ -152,6 +158,10 @@ class Gateway:
         if known is not None:
             return f"{app_id} has no binding for {self.platform} or web (it has {', '.join(known.bindings)})."
         return f"no app '{app_id}' is installed; known apps: {', '.join(ids) or 'none'}.{hint}"
+
+
+def _fingerprint(apps: list[Descriptor]) -> list[str]:
+    return [json.dumps(a.to_json(), sort_keys=True, ensure_ascii=False) for a in apps]
 
 
 def _field(path: Any) -> str:

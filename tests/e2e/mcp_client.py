@@ -1,25 +1,88 @@
-"""The official MCP SDK client, driving the installed `aai-gateway --mcp` over stdio."""
+"""The official MCP SDK client, driving the installed `aai-gateway` over stdio or streamable HTTP."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+import subprocess
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
-from tests.support import gateway_command
+from tests.support import gateway_command, stop, wait_until
+
+
+class Inbox:
+    """Server notifications a session received, awaitable by method name."""
+
+    def __init__(self) -> None:
+        self.methods: list[str] = []
+        self._arrived = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        if isinstance(method, str):
+            self.methods.append(method)
+            self._arrived.set()
+            self._arrived = anyio.Event()
+
+    async def wait_for(self, method: str, timeout: float = 10) -> None:
+        with anyio.fail_after(timeout):
+            while method not in self.methods:
+                await self._arrived.wait()
 
 
 @asynccontextmanager
-async def stdio_session(env: Mapping[str, str], stderr: Path, *args: str) -> AsyncIterator[ClientSession]:
+async def stdio_session(
+    env: Mapping[str, str], stderr: Path, *args: str, inbox: Inbox | None = None
+) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(command=gateway_command(), args=["--mcp", *args], env=dict(env))
     with stderr.open("a") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, message_handler=inbox) as session,
+        ):
             await session.initialize()
             yield session
+
+
+@contextmanager
+def web_gateway(env: Mapping[str, str], stderr: Path, *args: str) -> Iterator[str]:
+    """`aai-gateway --web --port 0` with stderr to a file; yields the MCP URL it prints there."""
+    with stderr.open("a") as errlog:
+        proc = subprocess.Popen(
+            [gateway_command(), "--web", "--port", "0", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errlog,
+            env=dict(env),
+        )
+    try:
+        found: list[str] = []
+
+        def printed_url() -> bool:
+            assert proc.poll() is None, f"aai-gateway --web exited: {stderr.read_text()}"
+            found.extend(line for line in stderr.read_text().splitlines() if "MCP over HTTP at " in line)
+            return bool(found)
+
+        wait_until(printed_url, 60, "aai-gateway --web to listen")
+        yield found[0].split(" at ", 1)[1].strip()
+    finally:
+        stop(proc)
+
+
+@asynccontextmanager
+async def http_session(url: str, inbox: Inbox | None = None) -> AsyncIterator[ClientSession]:
+    async with (
+        streamable_http_client(url) as (read, write),
+        ClientSession(read, write, message_handler=inbox) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 def text_of(result: types.CallToolResult) -> str:

@@ -167,6 +167,7 @@ async def test_mpv_driven_through_mpris(bus: Bus, mpv: Mpv, tmp_path: Path) -> N
 
         await run("open_uri", {"uri": track.as_uri()})
         wait_until(lambda: mpv.property("path") == str(track), 10, "mpv to load the track")
+        wait_until(lambda: mpv.property("time-pos") is not None, 10, "mpv to start the track")
         await run("pause")
         wait_until(lambda: mpv.property("pause") is True, 5, "mpv to pause")
         await run("play")
@@ -175,7 +176,7 @@ async def test_mpv_driven_through_mpris(bus: Bus, mpv: Mpv, tmp_path: Path) -> N
         wait_until(lambda: mpv.property("pause") is True, 5, "mpv to toggle to paused")
         before = float(mpv.property("time-pos"))
         await run("seek", {"offset": 10_000_000})
-        wait_until(lambda: float(mpv.property("time-pos")) >= before + 9, 5, "mpv to seek 10 s forward")
+        wait_until(lambda: float(mpv.property("time-pos") or 0) >= before + 9, 5, "mpv to seek 10 s forward")
         await run("stop")
         wait_until(lambda: mpv.property("idle-active") is True, 5, "mpv to stop")
 

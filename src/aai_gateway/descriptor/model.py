@@ -54,6 +54,8 @@ class Descriptor:
     aliases: tuple[str, ...] = ()
     version: str | None = None
     source: str = ""
+    document: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The descriptor as written (what `resources/read` returns)."""
 
     @property
     def name(self) -> str:

@@ -19,14 +19,26 @@ class Scan:
     platform: str
 
     @classmethod
-    def build(cls, loaded: list[Loaded], problems: list[Problem], platform: str) -> Scan:
+    def build(cls, loaded: list[Loaded], problems: list[Problem], platform: str, previous: Scan | None = None) -> Scan:
+        """Index what was loaded; a file that broke since `previous` keeps its last good version serving."""
         apps: dict[str, Descriptor] = {}
         found = list(problems)
+        last_good = {a.source: a for a in previous.apps.values()} if previous else {}
         for item in loaded:
             found.extend(item.problems)
             app = item.descriptor
             if app is None:
-                continue
+                app = last_good.get(item.source)
+                if app is None:
+                    continue
+                found.append(
+                    Problem(
+                        item.source,
+                        "",
+                        f"the last good version of {app.app_id} keeps serving until this file is fixed",
+                        "warning",
+                    )
+                )
             if app.app_id in apps:
                 found.append(
                     Problem(

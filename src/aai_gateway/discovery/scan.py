@@ -70,8 +70,11 @@ def _children(root: Path, leaf: str, problems: list[Problem], *, quiet_if_missin
     return paths
 
 
-def scan(settings: Settings) -> Scan:
-    """Read every descriptor the settings point at; the first file to claim an app id wins."""
+def scan(settings: Settings, previous: Scan | None = None) -> Scan:
+    """Read every descriptor the settings point at; the first file to claim an app id wins.
+
+    With `previous`, a descriptor that was good then and is broken now keeps its good version.
+    """
     problems: list[Problem] = []
     loaded: list[Loaded] = [load(p, max_bytes=settings.max_descriptor_bytes) for p in candidates(settings, problems)]
-    return Scan.build(loaded, problems, settings.platform)
+    return Scan.build(loaded, problems, settings.platform, previous)

@@ -1,100 +1,192 @@
-"""The MCP server: the guide model of seed 004 (app entries, `aai:exec`, `web:discover`)."""
+"""The MCP server: the guide model of seed 004 and the resource model of seed 003, side by side.
+
+Guide model: `tools/list` holds one `app:<appId>` entry per app plus `web:discover` and `aai:exec`.
+Resource model: `resources/list` and `resources/read` give each app's descriptor, and `tools/call`
+with `<appId>:<tool>` runs a tool directly. Both go through the same `Gateway`.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import mcp_types as types
-from mcp.server import Server, ServerRequestContext
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.models import InitializationOptions
 
 from aai_gateway import __version__
 from aai_gateway.descriptor.guide import catalogue_entry
-from aai_gateway.errors import AaiError, AutomationNotSupported, InvalidParams, ToolNotFound
-from aai_gateway.mcp.errors import to_mcp
+from aai_gateway.errors import AaiError, AppNotFound, AutomationNotSupported, InvalidParams, ToolNotFound
+from aai_gateway.mcp.errors import to_mcp, to_result
+from aai_gateway.mcp.names import APP_PREFIX, DISCOVER, EXEC, Names, Target
+from aai_gateway.mcp.notify import Notifier
 from aai_gateway.service import Caller, Gateway
 
-APP_PREFIX = "app:"
-EXEC = "aai:exec"
-DISCOVER = "web:discover"
+log = logging.getLogger(__name__)
 
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+DESCRIPTOR_MIME = "application/aai+json"
 
-DISCOVER_TOOL = types.Tool(
-    name=DISCOVER,
-    description="Discover web app guide. Use when user mentions a web service. Supports URL/domain/name.",
-    input_schema={
-        "type": "object",
-        "properties": {"url": {"type": "string", "description": "Web app URL, domain, or name"}},
-        "required": ["url"],
+DISCOVER_DESCRIPTION = "Discover web app guide. Use when user mentions a web service. Supports URL/domain/name."
+DISCOVER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"url": {"type": "string", "description": "Web app URL, domain, or name"}},
+    "required": ["url"],
+}
+EXEC_DESCRIPTION = "Execute app operation. Parameters: app, tool, args. Use after reading guide."
+EXEC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "app": {"type": "string", "description": "App ID or URL"},
+        "tool": {"type": "string", "description": "Operation name"},
+        "args": {"type": "object", "description": "Parameters"},
     },
-)
-
-EXEC_TOOL = types.Tool(
-    name=EXEC,
-    description="Execute app operation. Parameters: app, tool, args. Use after reading guide.",
-    input_schema={
-        "type": "object",
-        "properties": {
-            "app": {"type": "string", "description": "App ID or URL"},
-            "tool": {"type": "string", "description": "Operation name"},
-            "args": {"type": "object", "description": "Parameters"},
-        },
-        "required": ["app", "tool"],
-    },
-)
+    "required": ["app", "tool"],
+}
 
 
-def build_server(gateway: Gateway, transport: str = "stdio") -> Server[Any]:
-    async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+class _Server(Server[Any]):
+    """The SDK server announcing list-changed notifications on every transport (HTTP builds its own options)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True, resources_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+class GatewayServer:
+    """The SDK server for one Gateway, shared by every session of every transport."""
+
+    def __init__(self, gateway: Gateway, transport: str = "stdio") -> None:
+        self.gateway = gateway
+        self.transport = transport
+        self.notifier = Notifier()
+        self._names: Names | None = None
+        self.server: Server[Any] = _Server(
+            "aai-gateway",
+            version=__version__,
+            instructions=(
+                "Each app:<id> tool returns that app's operation guide; "
+                "then run an operation with aai:exec {app, tool, args}."
+            ),
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_read_resource=self._read_resource,
+            on_subscriptions_listen=self.notifier.listen,
+        )
+
+    @property
+    def names(self) -> Names:
+        if self._names is None:
+            settings = self.gateway.settings
+            self._names = Names(self.gateway.apps(), settings.platform, settings.tool_names)
+            for collision in self._names.collisions:
+                log.warning("%s", collision)
+        return self._names
+
+    def initialization_options(self) -> InitializationOptions:
+        return self.server.create_initialization_options()
+
+    async def apps_changed(self) -> None:
+        """The gateway rescanned and its apps differ: rebuild names, tell every client."""
+        self._names = None
+        await self.notifier.lists_changed()
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        self.notifier.remember(ctx.session)
+        names = self.names
         tools = [
-            types.Tool(name=APP_PREFIX + app.app_id, description=catalogue_entry(app), input_schema=EMPTY_SCHEMA)
-            for app in gateway.apps()
+            types.Tool(name=names.guide(app.app_id), description=catalogue_entry(app), input_schema=EMPTY_SCHEMA)
+            for app in self.gateway.apps()
         ]
-        return types.ListToolsResult(tools=[*tools, DISCOVER_TOOL, EXEC_TOOL])
+        tools.append(types.Tool(name=names.discover, description=DISCOVER_DESCRIPTION, input_schema=DISCOVER_SCHEMA))
+        tools.append(types.Tool(name=names.exec, description=EXEC_DESCRIPTION, input_schema=EXEC_SCHEMA))
+        return types.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        self.notifier.remember(ctx.session)
         try:
-            return await _dispatch(gateway, _caller(ctx, transport), params.name, params.arguments or {})
+            return await self._dispatch(_caller(ctx, self.transport), params.name, params.arguments or {})
         except AaiError as exc:
+            if self.gateway.settings.error_style == "result":
+                return to_result(exc)
             raise to_mcp(exc) from None
 
-    return Server(
-        "aai-gateway",
-        version=__version__,
-        instructions=(
-            "Each app:<id> tool returns that app's operation guide; "
-            "then run an operation with aai:exec {app, tool, args}."
-        ),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
+    async def _dispatch(self, caller: Caller, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        target = self.names.resolve(name)
+        if target is None:
+            raise ToolNotFound(
+                f"no tool named '{name}'; the tools are {APP_PREFIX}<appId>, {EXEC}, {DISCOVER} "
+                "and <appId>:<tool> (see resources/list)"
+            )
+        return await self._run(caller, target, arguments)
 
+    async def _run(self, caller: Caller, target: Target, arguments: dict[str, Any]) -> types.CallToolResult:
+        if target.kind == "guide":
+            return _text(self.gateway.guide(target.app_id))
+        if target.kind == "exec":
+            app, tool, args = _exec_arguments(arguments)
+            return _result(await self.gateway.call(app, tool, args, caller))
+        if target.kind == "direct":
+            return _result(await self.gateway.call(target.app_id, target.tool, arguments, caller))
+        raise AutomationNotSupported(f"{DISCOVER} is not available in this version of the gateway")
 
-async def _dispatch(gateway: Gateway, caller: Caller, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-    if name.startswith(APP_PREFIX):
-        return _text(gateway.guide(name[len(APP_PREFIX) :]))
-    if name == EXEC:
-        app, tool, args = _exec_arguments(arguments)
-        return _result(await gateway.call(app, tool, args, caller))
-    if name == DISCOVER:
-        raise AutomationNotSupported("web:discover is not available in this version of the gateway")
-    raise ToolNotFound(f"no tool named '{name}'; the tools are app:<appId>, {EXEC} and {DISCOVER}")
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        self.notifier.remember(ctx.session)
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=APP_PREFIX + app.app_id,
+                    name=app.name,
+                    description=app.description,
+                    mime_type=DESCRIPTOR_MIME,
+                )
+                for app in self.gateway.apps()
+            ]
+        )
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        self.notifier.remember(ctx.session)
+        uri = str(params.uri)
+        if not uri.startswith(APP_PREFIX):
+            raise to_mcp(AppNotFound(f"no resource '{uri}'; resources are app:<appId> (see resources/list)"))
+        try:
+            app = self.gateway.app(uri[len(APP_PREFIX) :])
+        except AaiError as exc:
+            raise to_mcp(exc) from None
+        text = json.dumps(app.document, ensure_ascii=False, indent=2)
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
+        )
 
 
 def _exec_arguments(arguments: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     app, tool, args = arguments.get("app"), arguments.get("tool"), arguments.get("args", {})
-    for key, value in (("app", app), ("tool", tool)):
-        if not isinstance(value, str) or not value:
-            raise InvalidParams(f"{EXEC} needs '{key}' as a non-empty string")
+    if not isinstance(app, str) or not app:
+        raise InvalidParams(f"{EXEC} needs 'app' as a non-empty string (an app id)")
+    if not isinstance(tool, str) or not tool:
+        raise InvalidParams(f"{EXEC} needs 'tool' as a non-empty string (an operation name from the guide)")
     if args is None:
         args = {}
     if not isinstance(args, dict):
-        raise InvalidParams(f"{EXEC} needs 'args' as an object of named arguments")
-    assert isinstance(app, str)
-    assert isinstance(tool, str)
+        raise InvalidParams(f"{EXEC} needs 'args' as an object of named arguments, got {type(args).__name__}")
     return app, tool, args
 
 

@@ -5,16 +5,19 @@ from __future__ import annotations
 import anyio
 from mcp.server.stdio import stdio_server
 
-from aai_gateway.mcp.server import build_server
+from aai_gateway.mcp.reload import keep_fresh
+from aai_gateway.mcp.server import GatewayServer
 from aai_gateway.service import Gateway
 
 
 def serve_stdio(gateway: Gateway) -> None:
     async def main() -> None:
-        server = build_server(gateway)
+        server = GatewayServer(gateway, transport="stdio")
         try:
-            async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+            async with anyio.create_task_group() as group, stdio_server() as (read, write):
+                group.start_soon(keep_fresh, server)
+                await server.server.run(read, write, server.initialization_options())
+                group.cancel_scope.cancel()
         finally:
             await gateway.aclose()
 

@@ -32,4 +32,5 @@ def normalise(doc: Mapping[str, Any], source: str = "") -> Descriptor:
         aliases=tuple(doc.get("aliases", ())),
         version=doc.get("version"),
         source=source,
+        document=doc,
     )

@@ -52,6 +52,7 @@ def build(
         aliases=tuple(app.get("aliases", ())),
         version=doc.get("version"),
         source=source,
+        document=doc,
     )
 
 

@@ -1,0 +1,71 @@
+"""MCP over streamable HTTP at `/mcp` (`aai-gateway --web`).
+
+Sessions are kept (no handshake per call) and answers are plain JSON rather than an SSE stream,
+which is what most clients want and is faster; server-to-client notifications travel on the
+session's GET stream. The listening socket is made with IPPROTO_TCP so that asyncio switches on
+TCP_NODELAY for every connection (with protocol 0 it does not, and each response waits ~40 ms for
+a delayed ACK).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+
+import anyio
+import uvicorn
+from starlette.applications import Starlette
+
+from aai_gateway.mcp.reload import keep_fresh
+from aai_gateway.mcp.server import GatewayServer
+from aai_gateway.service import Gateway
+
+log = logging.getLogger(__name__)
+
+MCP_PATH = "/mcp"
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def build_app(server: GatewayServer) -> Starlette:
+    settings = server.gateway.settings
+    return server.server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        json_response=True,
+        host=settings.http_host,
+    )
+
+
+def serve_http(gateway: Gateway, sock: socket.socket) -> None:
+    """Serve until interrupted, on an already listening socket."""
+    server = GatewayServer(gateway, transport="http")
+    app = build_app(server)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=3)
+    web = uvicorn.Server(config)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"aai-gateway: MCP over HTTP at http://{shown}:{port}{MCP_PATH}", file=sys.stderr, flush=True)
+
+    async def main() -> None:
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(keep_fresh, server)
+                await web.serve(sockets=[sock])
+                group.cancel_scope.cancel()
+        finally:
+            await gateway.aclose()
+
+    anyio.run(main)

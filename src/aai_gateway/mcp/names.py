@@ -1,0 +1,93 @@
+"""MCP tool names in both spellings.
+
+The protocol's names (`app:com.apple.mail`, `aai:exec`, `web:discover`, `com.apple.mail:send_email`)
+contain characters some clients refuse, so a setting lists strict names matching
+`^[a-zA-Z0-9_-]{1,64}$` instead (`app_com_apple_mail`, `aai_exec`, `web_discover`,
+`com_apple_mail__send_email`). Calls are accepted in either spelling whatever the setting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from aai_gateway.descriptor import Descriptor
+
+APP_PREFIX = "app:"
+EXEC = "aai:exec"
+DISCOVER = "web:discover"
+STRICT_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_NOT_STRICT = re.compile(r"[^a-zA-Z0-9_-]")
+MAX = 64
+
+Kind = Literal["guide", "exec", "discover", "direct"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    kind: Kind
+    app_id: str = ""
+    tool: str = ""
+
+
+def strict(name: str) -> str:
+    return _NOT_STRICT.sub("_", name)[:MAX]
+
+
+def _unique(name: str, key: str, taken: dict[str, Target]) -> str:
+    """`name`, or, when another target already has it, a variant made unique by a hash of `key`."""
+    if name not in taken:
+        return name
+    suffix = "_" + hashlib.sha1(key.encode(), usedforsecurity=False).hexdigest()[:8]
+    return name[: MAX - len(suffix)] + suffix
+
+
+class Names:
+    """The names listed for one set of apps, and the resolution of any name a client calls."""
+
+    def __init__(self, apps: Iterable[Descriptor], platform: str, style: str = "spec") -> None:
+        self.style = style
+        self.collisions: list[str] = []
+        self._strict: dict[str, Target] = {strict(EXEC): Target("exec"), strict(DISCOVER): Target("discover")}
+        self._guide_names: dict[str, str] = {}
+        for app in apps:
+            self._guide_names[app.app_id] = self._claim(strict(APP_PREFIX + app.app_id), Target("guide", app.app_id))
+            for _, tool in app.tools(platform):
+                self._claim(strict(f"{app.app_id}__{tool.name}"), Target("direct", app.app_id, tool.name))
+
+    def _claim(self, name: str, target: Target) -> str:
+        unique = _unique(name, f"{target.kind}:{target.app_id}:{target.tool}", self._strict)
+        if unique != name:
+            what = f"{target.app_id}:{target.tool}" if target.tool else f"app {target.app_id}"
+            self.collisions.append(f"strict tool name '{name}' is taken; {what} is called '{unique}'")
+        self._strict[unique] = target
+        return unique
+
+    @property
+    def exec(self) -> str:
+        return EXEC if self.style == "spec" else strict(EXEC)
+
+    @property
+    def discover(self) -> str:
+        return DISCOVER if self.style == "spec" else strict(DISCOVER)
+
+    def guide(self, app_id: str) -> str:
+        return APP_PREFIX + app_id if self.style == "spec" else self._guide_names[app_id]
+
+    def resolve(self, name: str) -> Target | None:
+        """What a called name means, in either spelling; None when it means nothing."""
+        if name == EXEC:
+            return Target("exec")
+        if name == DISCOVER:
+            return Target("discover")
+        if name.startswith(APP_PREFIX):
+            return Target("guide", name[len(APP_PREFIX) :])
+        if name in self._strict:
+            return self._strict[name]
+        app_id, colon, tool = name.partition(":")
+        if colon and app_id and tool:
+            return Target("direct", app_id, tool)
+        return None

@@ -1,0 +1,49 @@
+"""Telling connected clients that the tool and resource lists changed.
+
+Clients of the handshake era get `notifications/tools/list_changed` and
+`notifications/resources/list_changed` on their session; clients of the 2026-07-28 era receive the
+same events on their `subscriptions/listen` stream, served from one in-process bus.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from typing import Any
+
+from mcp.server.connection import Connection
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.subscriptions import ResourcesListChanged, ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+log = logging.getLogger(__name__)
+
+
+class Notifier:
+    def __init__(self) -> None:
+        self.bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self.bus)
+        self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+    def remember(self, session: Any) -> None:
+        """Note the connection behind a request's session, so that it hears of later changes.
+
+        The SDK makes a new session object per request and exposes the connection only as a
+        private attribute; the hot-reload tests fail if that ever changes.
+        """
+        connection = getattr(session, "_connection", None)
+        if isinstance(connection, Connection):
+            self._connections.add(connection)
+
+    async def lists_changed(self) -> None:
+        await self.bus.publish(ToolsListChanged())
+        await self.bus.publish(ResourcesListChanged())
+        for connection in list(self._connections):
+            if connection.protocol_version in MODERN_PROTOCOL_VERSIONS or not connection.has_standalone_channel:
+                continue  # the modern era hears through subscriptions/listen (the bus above)
+            try:
+                await connection.send_tool_list_changed()
+                await connection.send_resource_list_changed()
+            except Exception as exc:  # a client that went away must not stop the others hearing
+                log.debug("dropping a connection that cannot be notified: %s", exc)
+                self._connections.discard(connection)

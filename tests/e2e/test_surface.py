@@ -1,0 +1,178 @@
+"""The whole MCP surface over both transports: resource model, strict names, error styles, hot reload."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, MCPError
+
+from tests.e2e.mcp_client import Inbox, error_of, http_session, stdio_session, text_of, web_gateway
+from tests.support import EXAMPLES, TEST_APPS, Bus, install_descriptor
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+Connect = Callable[..., AbstractAsyncContextManager[ClientSession]]
+ECHO = TEST_APPS / "dev.aai.echo" / "aai.json"
+
+
+def make_home(tmp_path: Path, config: dict[str, Any] | None = None) -> Path:
+    home = tmp_path / "home"
+    install_descriptor(home / ".aai", ECHO)
+    if config is not None:
+        (home / ".aai" / "config.json").write_text(json.dumps(config))
+    return home
+
+
+@pytest.fixture(params=["stdio", "http"])
+def connect(request: pytest.FixtureRequest, bus: Bus, tmp_path: Path) -> Connect:
+    """Open an SDK client session to the installed gateway over the parametrized transport."""
+
+    @asynccontextmanager
+    async def open_session(home: Path, inbox: Inbox | None = None) -> AsyncIterator[ClientSession]:
+        env = {"HOME": str(home), "DBUS_SESSION_BUS_ADDRESS": bus.address, "AAI_PLATFORM": "linux"}
+        if request.param == "stdio":
+            async with stdio_session(env, tmp_path / "stderr.log", inbox=inbox) as session:
+                yield session
+        else:
+            with web_gateway({**bus.env(), **env}, tmp_path / "stderr.log") as url:
+                async with http_session(url, inbox=inbox) as session:
+                    yield session
+
+    return open_session
+
+
+async def test_resource_model_lists_reads_and_runs_tools_directly(
+    connect: Connect, echo_app: None, tmp_path: Path
+) -> None:
+    async with connect(make_home(tmp_path)) as session:
+        [resource] = (await session.list_resources()).resources
+        assert (str(resource.uri), resource.name, resource.mime_type) == (
+            "app:dev.aai.echo",
+            "Echo",
+            "application/aai+json",
+        )
+        assert resource.description == "The test suite's own DBus service: echoes values of every basic type"
+
+        read = await session.read_resource("app:dev.aai.echo")
+        [content] = read.contents
+        assert json.loads(getattr(content, "text", "")) == json.loads(ECHO.read_text())
+
+        assert text_of(await session.call_tool("dev.aai.echo:echo", {"text": "direct"})) == "direct"
+        error = await error_of(session, "dev.aai.echo:echo", {"txt": "x"})
+        assert (error.code, error.data["type"]) == (-32005, "INVALID_PARAMS")
+        error = await error_of(session, "dev.aai.echo:nope", {})
+        assert error.code == -32003
+        error = await error_of(session, "no.such.app:echo", {})
+        assert error.code == -32002
+
+        with pytest.raises(MCPError, match=re.escape("no resource 'file:///etc/passwd'")) as caught:
+            await session.read_resource("file:///etc/passwd")
+        assert caught.value.error.code == -32002
+        with pytest.raises(MCPError, match=re.escape("no app 'no.such.app'")):
+            await session.read_resource("app:no.such.app")
+
+
+async def test_strict_names_are_listed_and_both_spellings_are_called(
+    connect: Connect, echo_app: None, tmp_path: Path
+) -> None:
+    async with connect(make_home(tmp_path, {"toolNames": "strict"})) as session:
+        names = [t.name for t in (await session.list_tools()).tools]
+        assert names == ["app_dev_aai_echo", "web_discover", "aai_exec"]
+        assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", n) for n in names)
+        for guide_name in ("app_dev_aai_echo", "app:dev.aai.echo"):
+            assert text_of(await session.call_tool(guide_name, {})).startswith("# Echo Operation Guide")
+        for exec_name in ("aai_exec", "aai:exec"):
+            result = await session.call_tool(exec_name, {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "x"}})
+            assert text_of(result) == "x"
+        for direct in ("dev_aai_echo__echo", "dev.aai.echo:echo"):
+            assert text_of(await session.call_tool(direct, {"text": "y"})) == "y"
+        error = await error_of(session, "web_discover", {"url": "example.com"})
+        assert error.code == -32006
+
+
+# Every error code that can arise without a platform-specific app, and how to cause it.
+CAUSES: list[tuple[int, str, str, dict[str, Any]]] = [
+    (-32001, "AUTOMATION_FAILED", "aai:exec", {"app": "dev.aai.echo", "tool": "fail", "args": {"message": "m"}}),
+    (-32002, "APP_NOT_FOUND", "aai:exec", {"app": "no.such.app", "tool": "echo", "args": {}}),
+    (-32003, "TOOL_NOT_FOUND", "aai:exec", {"app": "dev.aai.echo", "tool": "nope", "args": {}}),
+    (-32005, "INVALID_PARAMS", "aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": 5}}),
+    (-32006, "AUTOMATION_NOT_SUPPORTED", "web:discover", {"url": "example.com"}),
+    (-32008, "TIMEOUT", "aai:exec", {"app": "dev.aai.echo", "tool": "sleep", "args": {"seconds": 3}}),
+]
+
+
+@pytest.mark.parametrize("style", ["jsonrpc", "result"])
+async def test_error_styles_carry_code_and_type(connect: Connect, echo_app: None, tmp_path: Path, style: str) -> None:
+    async with connect(make_home(tmp_path, {"errorStyle": style})) as session:
+        for code, kind, tool, arguments in CAUSES:
+            if style == "jsonrpc":
+                error = await error_of(session, tool, arguments)
+                assert (error.code, error.data["type"]) == (code, kind), error
+                assert error.message.endswith(error.data["detail"])
+            else:
+                result = await session.call_tool(tool, arguments)
+                assert result.is_error, result
+                assert result.structured_content is not None
+                assert result.structured_content["error"]["code"] == code
+                assert result.structured_content["error"]["type"] == kind
+                assert f"[{code} {kind}]" in text_of_error(result)
+
+
+def text_of_error(result: Any) -> str:
+    return str(result.content[0].text)
+
+
+async def test_app_not_running_in_both_styles(connect: Connect, tmp_path: Path) -> None:
+    async with connect(make_home(tmp_path, {"errorStyle": "result"})) as session:
+        result = await session.call_tool("aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "x"}})
+        assert result.structured_content == {
+            "error": {"code": -32009, "type": "APP_NOT_RUNNING", "detail": result.structured_content["error"]["detail"]}
+        }
+
+
+async def test_hot_reload_adds_changes_keeps_and_removes_apps(connect: Connect, tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    aai = home / ".aai"
+    inbox = Inbox()
+    async with connect(home, inbox) as session:
+
+        async def listed() -> dict[str, str]:
+            return {t.name: t.description or "" for t in (await session.list_tools()).tools}
+
+        assert "app:dev.aai.notes" not in await listed()
+
+        install_descriptor(aai, EXAMPLES / "dev.aai.notes" / "aai.json")
+        await inbox.wait_for("notifications/tools/list_changed")
+        await inbox.wait_for("notifications/resources/list_changed")
+        assert "app:dev.aai.notes" in await listed()
+        assert "app:dev.aai.notes" in [str(r.uri) for r in (await session.list_resources()).resources]
+
+        inbox.methods.clear()
+        echo = aai / "dev.aai.echo" / "aai.json"
+        changed = json.loads(echo.read_text())
+        changed["description"] = "Changed while running"
+        echo.write_text(json.dumps(changed))
+        await inbox.wait_for("notifications/tools/list_changed")
+        assert (await listed())["app:dev.aai.echo"].startswith("【Echo|回声】Changed while running.")
+
+        echo.write_text('{"broken": ')
+        (aai / "later.app").mkdir()
+        install_descriptor(aai / "later.app", EXAMPLES / "io.mpv" / "aai.json")
+        shutil.move(str(aai / "later.app" / "io.mpv" / "aai.json"), str(aai / "later.app" / "aai.json"))
+        inbox.methods.clear()
+        await inbox.wait_for("notifications/tools/list_changed")
+        tools = await listed()
+        assert tools["app:dev.aai.echo"].startswith("【Echo|回声】Changed while running.")
+        assert "app:io.mpv" in tools
+
+        inbox.methods.clear()
+        shutil.rmtree(aai / "dev.aai.notes")
+        await inbox.wait_for("notifications/tools/list_changed")
+        assert "app:dev.aai.notes" not in await listed()
