@@ -49,10 +49,17 @@ def row(name: str, times: list[float], base: float | None) -> str:
 
 async def direct(bus_address: str, calls: int, warmup: int) -> list[float]:
     bus = await MessageBus(bus_address=bus_address).connect()
-    message = {"destination": "dev.aai.Echo", "path": "/dev/aai/Echo", "interface": "dev.aai.Echo"}
-
     async def call() -> object:
-        return await bus.call(Message(**message, member="Echo", signature="s", body=["hello"]))
+        return await bus.call(
+            Message(
+                destination="dev.aai.Echo",
+                path="/dev/aai/Echo",
+                interface="dev.aai.Echo",
+                member="Echo",
+                signature="s",
+                body=["hello"],
+            )
+        )
 
     try:
         return await measure(call, calls, warmup)
