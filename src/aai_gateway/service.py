@@ -25,6 +25,7 @@ from aai_gateway.descriptor.guide import guide
 from aai_gateway.discovery import Registry, scan
 from aai_gateway.errors import (
     AaiError,
+    AaiJsonInvalid,
     AppNotFound,
     AutomationFailed,
     AutomationNotSupported,
@@ -72,6 +73,13 @@ class Gateway:
     def app(self, app_id: str) -> Descriptor:
         app = self.registry.get(app_id)
         if app is None:
+            broken = self.registry.scan.broken.get(app_id)
+            if broken:
+                more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
+                raise AaiJsonInvalid(
+                    f"the descriptor of {app_id} is invalid: {broken[0]}{more}; "
+                    f"run `aai-gateway validate {broken[0].file}` for every problem"
+                )
             raise AppNotFound(self._unknown_app(app_id))
         return app
 

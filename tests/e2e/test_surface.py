@@ -25,6 +25,9 @@ ECHO = TEST_APPS / "dev.aai.echo" / "aai.json"
 def make_home(tmp_path: Path, config: dict[str, Any] | None = None) -> Path:
     home = tmp_path / "home"
     install_descriptor(home / ".aai", ECHO)
+    broken = home / ".aai" / "org.example.broken"
+    broken.mkdir()
+    (broken / "aai.json").write_text('{"schema_version": "1.0", "appId": "org.example.broken"}')
     if config is not None:
         (home / ".aai" / "config.json").write_text(json.dumps(config))
     return home
@@ -104,6 +107,8 @@ CAUSES: list[tuple[int, str, str, dict[str, Any]]] = [
     (-32003, "TOOL_NOT_FOUND", "aai:exec", {"app": "dev.aai.echo", "tool": "nope", "args": {}}),
     (-32005, "INVALID_PARAMS", "aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": 5}}),
     (-32006, "AUTOMATION_NOT_SUPPORTED", "web:discover", {"url": "example.com"}),
+    (-32007, "AAI_JSON_INVALID", "aai:exec", {"app": "org.example.broken", "tool": "x", "args": {}}),
+    (-32007, "AAI_JSON_INVALID", "app:org.example.broken", {}),
     (-32008, "TIMEOUT", "aai:exec", {"app": "dev.aai.echo", "tool": "sleep", "args": {"seconds": 3}}),
 ]
 
@@ -176,3 +181,13 @@ async def test_hot_reload_adds_changes_keeps_and_removes_apps(connect: Connect, 
         shutil.rmtree(aai / "dev.aai.notes")
         await inbox.wait_for("notifications/tools/list_changed")
         assert "app:dev.aai.notes" not in await listed()
+
+
+async def test_periodic_rescan_finds_what_no_watcher_saw(connect: Connect, tmp_path: Path) -> None:
+    home = make_home(tmp_path, {"scanPaths": ["~/.aai", "~/later"], "scanIntervalMinutes": 0.01})
+    inbox = Inbox()
+    async with connect(home, inbox) as session:
+        assert "app:dev.aai.notes" not in [t.name for t in (await session.list_tools()).tools]
+        install_descriptor(home / "later", EXAMPLES / "dev.aai.notes" / "aai.json")
+        await inbox.wait_for("notifications/tools/list_changed")
+        assert "app:dev.aai.notes" in [t.name for t in (await session.list_tools()).tools]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aai_gateway.descriptor import Descriptor
@@ -17,11 +17,14 @@ class Scan:
     """Every valid descriptor by app id, in scan order, including apps with nothing for this platform."""
     problems: tuple[Problem, ...]
     platform: str
+    broken: Mapping[str, tuple[Problem, ...]] = field(default_factory=dict)
+    """Errors of descriptors that failed to load, by the app id their folder names (`<appId>/aai.json`)."""
 
     @classmethod
     def build(cls, loaded: list[Loaded], problems: list[Problem], platform: str, previous: Scan | None = None) -> Scan:
         """Index what was loaded; a file that broke since `previous` keeps its last good version serving."""
         apps: dict[str, Descriptor] = {}
+        broken: dict[str, tuple[Problem, ...]] = {}
         found = list(problems)
         last_good = {a.source: a for a in previous.apps.values()} if previous else {}
         for item in loaded:
@@ -30,6 +33,9 @@ class Scan:
             if app is None:
                 app = last_good.get(item.source)
                 if app is None:
+                    errors = tuple(p for p in item.problems if p.severity == "error")
+                    if errors and Path(item.source).name == "aai.json":
+                        broken[Path(item.source).parent.name] = errors
                     continue
                 found.append(
                     Problem(
@@ -68,7 +74,7 @@ class Scan:
                         "warning",
                     )
                 )
-        return cls(apps=apps, problems=tuple(found), platform=platform)
+        return cls(apps=apps, problems=tuple(found), platform=platform, broken=broken)
 
     @property
     def errors(self) -> tuple[Problem, ...]:
