@@ -60,14 +60,15 @@ class Gateway:
     def apps(self) -> list[Descriptor]:
         return self.registry.served()
 
-    def rescan(self) -> bool:
-        """Scan again; True when the apps served changed (what clients must be told)."""
-        before = _fingerprint(self.apps())
+    def rescan(self) -> set[str]:
+        """Scan again; return the ids of apps added, changed or removed (what clients must be told)."""
+        before = _fingerprints(self.apps())
         self.registry.replace(scan(self.settings, self.registry.scan))
         self._validators.clear()
-        changed = _fingerprint(self.apps()) != before
+        after = _fingerprints(self.apps())
+        changed = {app_id for app_id in before.keys() | after.keys() if before.get(app_id) != after.get(app_id)}
         if changed:
-            log.info("apps changed: now %s", ", ".join(a.app_id for a in self.apps()) or "none")
+            log.info("apps changed: %s; now serving %s", ", ".join(sorted(changed)), ", ".join(after) or "none")
         return changed
 
     def app(self, app_id: str) -> Descriptor:
@@ -168,8 +169,8 @@ class Gateway:
         return f"no app '{app_id}' is installed; known apps: {', '.join(ids) or 'none'}.{hint}"
 
 
-def _fingerprint(apps: list[Descriptor]) -> list[str]:
-    return [json.dumps(a.to_json(), sort_keys=True, ensure_ascii=False) for a in apps]
+def _fingerprints(apps: list[Descriptor]) -> dict[str, str]:
+    return {a.app_id: json.dumps(a.to_json(), sort_keys=True, ensure_ascii=False) for a in apps}
 
 
 def _field(path: Any) -> str:

@@ -15,6 +15,7 @@ import sys
 
 import anyio
 import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 
 from aai_gateway.mcp.reload import keep_fresh
@@ -40,12 +41,33 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+def security(host: str) -> TransportSecuritySettings:
+    """Host and Origin checks against DNS rebinding, on whatever address the gateway listens.
+
+    On a wildcard address the names this machine answers to are allowed besides loopback.
+    """
+    names = {host}
+    if host in ("0.0.0.0", "::"):  # noqa: S104 - naming the wildcard, not binding to it
+        names = {socket.gethostname(), socket.getfqdn()}
+    shown = [f"[{n}]" if ":" in n else n for n in sorted(names)]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*LOOPBACK_HOSTS, *(f"{n}:*" for n in shown)],
+        allowed_origins=[*LOOPBACK_ORIGINS, *(f"http://{n}:*" for n in shown)],
+    )
+
+
 def build_app(server: GatewayServer) -> Starlette:
     settings = server.gateway.settings
     return server.server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         json_response=True,
         host=settings.http_host,
+        transport_security=security(settings.http_host),
     )
 
 

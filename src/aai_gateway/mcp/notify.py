@@ -13,7 +13,7 @@ from typing import Any
 
 from mcp.server.connection import Connection
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
-from mcp.shared.subscriptions import ResourcesListChanged, ToolsListChanged
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 log = logging.getLogger(__name__)
@@ -24,6 +24,7 @@ class Notifier:
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._subscriptions: weakref.WeakKeyDictionary[Connection, set[str]] = weakref.WeakKeyDictionary()
 
     def remember(self, session: Any) -> None:
         """Note the connection behind a request's session, so that it hears of later changes.
@@ -34,6 +35,29 @@ class Notifier:
         connection = getattr(session, "_connection", None)
         if isinstance(connection, Connection):
             self._connections.add(connection)
+
+    def subscribe(self, session: Any, uri: str) -> None:
+        connection = getattr(session, "_connection", None)
+        if isinstance(connection, Connection):
+            self._subscriptions.setdefault(connection, set()).add(uri)
+
+    def unsubscribe(self, session: Any, uri: str) -> None:
+        connection = getattr(session, "_connection", None)
+        if isinstance(connection, Connection):
+            self._subscriptions.get(connection, set()).discard(uri)
+
+    async def resources_updated(self, uris: set[str]) -> None:
+        """`notifications/resources/updated` for each changed resource a client subscribed to."""
+        for uri in sorted(uris):
+            await self.bus.publish(ResourceUpdated(uri=uri))
+        for connection, subscribed in list(self._subscriptions.items()):
+            for uri in sorted(subscribed & uris):
+                try:
+                    await connection.send_resource_updated(uri)
+                except Exception as exc:  # a client that went away must not stop the others hearing
+                    log.debug("dropping a subscription that cannot be notified: %s", exc)
+                    self._subscriptions.pop(connection, None)
+                    break
 
     async def lists_changed(self) -> None:
         await self.bus.publish(ToolsListChanged())

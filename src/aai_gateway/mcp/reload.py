@@ -22,6 +22,6 @@ async def keep_fresh(server: GatewayServer) -> None:
         for problem in server.gateway.registry.scan.problems:
             log.warning("%s", problem)
         if changed:
-            await server.apps_changed()
+            await server.apps_changed(changed)
 
     await watch(server.gateway.settings, on_change)

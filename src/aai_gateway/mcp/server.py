@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 DESCRIPTOR_MIME = "application/aai+json"
+APP_TEMPLATE = APP_PREFIX + "{appId}"
 
 DISCOVER_DESCRIPTION = "Discover web app guide. Use when user mentions a web service. Supports URL/domain/name."
 DISCOVER_SCHEMA: dict[str, Any] = {
@@ -80,7 +81,12 @@ class GatewayServer:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_resource_templates,
             on_read_resource=self._read_resource,
+            on_subscribe_resource=self._subscribe,
+            on_unsubscribe_resource=self._unsubscribe,
+            on_completion=self._complete,
+            on_list_prompts=self._list_prompts,
             on_subscriptions_listen=self.notifier.listen,
         )
 
@@ -96,10 +102,11 @@ class GatewayServer:
     def initialization_options(self) -> InitializationOptions:
         return self.server.create_initialization_options()
 
-    async def apps_changed(self) -> None:
-        """The gateway rescanned and its apps differ: rebuild names, tell every client."""
+    async def apps_changed(self, app_ids: set[str]) -> None:
+        """The gateway rescanned and these apps were added, changed or removed: tell every client."""
         self._names = None
         await self.notifier.lists_changed()
+        await self.notifier.resources_updated({APP_PREFIX + app_id for app_id in app_ids})
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -159,6 +166,46 @@ class GatewayServer:
                 for app in self.gateway.apps()
             ]
         )
+
+    async def _list_resource_templates(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        template = types.ResourceTemplate(
+            uri_template=APP_TEMPLATE,
+            name="app descriptor",
+            description="The aai.json descriptor of an installed app; complete appId for the ids served",
+            mime_type=DESCRIPTOR_MIME,
+        )
+        return types.ListResourceTemplatesResult(resource_templates=[template])
+
+    async def _complete(
+        self, ctx: ServerRequestContext[Any], params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        """Completes `appId` of the `app:{appId}` template; there is nothing else to complete."""
+        ref, argument = params.ref, params.argument
+        values: list[str] = []
+        if getattr(ref, "uri", None) == APP_TEMPLATE and argument.name == "appId":
+            values = sorted(a.app_id for a in self.gateway.apps() if a.app_id.startswith(argument.value))
+        return types.CompleteResult(
+            completion=types.Completion(values=values[:100], total=len(values), has_more=len(values) > 100)
+        )
+
+    async def _list_prompts(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[])
+
+    async def _subscribe(
+        self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        self.notifier.subscribe(ctx.session, str(params.uri))
+        return types.EmptyResult()
+
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        self.notifier.unsubscribe(ctx.session, str(params.uri))
+        return types.EmptyResult()
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
