@@ -10,8 +10,9 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import mcp_types as types
 import pytest
-from mcp import ClientSession, MCPError
+from mcp import ClientSession, MCPDeprecationWarning, MCPError
 
 from tests.e2e.mcp_client import Inbox, error_of, http_session, stdio_session, text_of, web_gateway
 from tests.support import EXAMPLES, TEST_APPS, Bus, install_descriptor
@@ -100,6 +101,18 @@ async def test_strict_names_are_listed_and_both_spellings_are_called(
         assert error.code == -32006
 
 
+async def test_app_ids_complete_in_the_descriptor_template(connect: Connect, tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    install_descriptor(home / ".aai", EXAMPLES / "dev.aai.notes" / "aai.json")
+    async with connect(home) as session:
+        [template] = (await session.list_resource_templates()).resource_templates
+        assert template.uri_template == "app:{appId}"
+        ref = types.ResourceTemplateReference(type="ref/resource", uri="app:{appId}")
+        completed = await session.complete(ref, {"name": "appId", "value": "dev.aai."})
+        assert completed.completion.values == ["dev.aai.echo", "dev.aai.notes"]
+        assert (await session.list_prompts()).prompts == []
+
+
 # Every error code that can arise without a platform-specific app, and how to cause it.
 CAUSES: list[tuple[int, str, str, dict[str, Any]]] = [
     (-32001, "AUTOMATION_FAILED", "aai:exec", {"app": "dev.aai.echo", "tool": "fail", "args": {"message": "m"}}),
@@ -152,6 +165,8 @@ async def test_hot_reload_adds_changes_keeps_and_removes_apps(connect: Connect, 
             return {t.name: t.description or "" for t in (await session.list_tools()).tools}
 
         assert "app:dev.aai.notes" not in await listed()
+        with pytest.warns(MCPDeprecationWarning):  # a 2025-era request, which this session speaks
+            await session.subscribe_resource("app:dev.aai.echo")
 
         install_descriptor(aai, EXAMPLES / "dev.aai.notes" / "aai.json")
         await inbox.wait_for("notifications/tools/list_changed")
@@ -165,6 +180,7 @@ async def test_hot_reload_adds_changes_keeps_and_removes_apps(connect: Connect, 
         changed["description"] = "Changed while running"
         echo.write_text(json.dumps(changed))
         await inbox.wait_for("notifications/tools/list_changed")
+        await inbox.wait_for("notifications/resources/updated")
         assert (await listed())["app:dev.aai.echo"].startswith("【Echo|回声】Changed while running.")
 
         echo.write_text('{"broken": ')
