@@ -83,12 +83,17 @@ def wait_until(condition: Any, timeout: float, what: str) -> None:
 class Bus:
     """A private `dbus-daemon --session`; `service_dirs` enables activation of installed services."""
 
-    def __init__(self, workdir: Path, service_dirs: Sequence[Path] = ()) -> None:
+    def __init__(self, workdir: Path, service_dirs: Sequence[Path] = (), *, fixed_socket: bool = False) -> None:
+        """`fixed_socket` listens on `workdir/bus` so that a restarted bus has the same address."""
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
         config = workdir / "session.conf"
         dirs = "\n  ".join(f"<servicedir>{d}</servicedir>" for d in service_dirs)
-        config.write_text(BUS_CONFIG.format(socket_dir=workdir, service_dirs=dirs))
+        text = BUS_CONFIG.format(socket_dir=workdir, service_dirs=dirs)
+        if fixed_socket:
+            (workdir / "bus").unlink(missing_ok=True)
+            text = text.replace(f"<listen>unix:dir={workdir}</listen>", f"<listen>unix:path={workdir / 'bus'}</listen>")
+        config.write_text(text)
         self.proc: subprocess.Popen[str] = subprocess.Popen(
             ["dbus-daemon", f"--config-file={config}", "--print-address=1", "--nofork"],
             stdout=subprocess.PIPE,
@@ -119,6 +124,26 @@ class Bus:
             check=True,
         )
         return "boolean true" in result.stdout
+
+    def owner_pid(self, name: str) -> int | None:
+        """The process id of the connection owning `name`, if any."""
+        if not self.has_owner(name):
+            return None
+        result = subprocess.run(
+            [
+                "dbus-send",
+                f"--bus={self.address}",
+                "--print-reply",
+                "--dest=org.freedesktop.DBus",
+                "/org/freedesktop/DBus",
+                "org.freedesktop.DBus.GetConnectionUnixProcessID",
+                f"string:{name}",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return int(result.stdout.split()[-1])
 
     def stop(self) -> None:
         stop(self.proc)

@@ -144,15 +144,17 @@ class Gateway:
             raise InvalidParams("; ".join(parts) + more)
 
     def _executor(self, binding: Binding) -> Executor:
-        executor = self._executors.get(binding.automation)
+        """One executor per backend, shared by every automation type it serves (one DBus connection)."""
+        backend = executors.BACKENDS.get(binding.automation)
+        executor = self._executors.get(backend) if backend else None
         if executor is None:
             created = executors.create(binding.automation)
-            if created is None:
+            if created is None or backend is None:
                 why = executors.WHY_NOT.get(binding.automation) or (
                     f"this gateway has no executor for '{binding.automation}' automation"
                 )
                 raise AutomationNotSupported(f"{why} (platform {binding.platform})")
-            executor = self._executors[binding.automation] = created
+            executor = self._executors[backend] = created
         return executor
 
     async def aclose(self) -> None:

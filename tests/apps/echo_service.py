@@ -17,6 +17,11 @@ with exit status 0 (a pending Sleep then fails with
     Fail(s message) -> s         always fails with dev.aai.Echo.Error.Failed
     Exit() -> s                  replies "bye", then the process dies (status 3)
     Calls() -> u                 calls served so far, not counting Calls
+    Volume (property d, read-write), Label (property s, read-only)
+
+On the same object, interface ``com.aai.Executor`` takes the gateway's JSON envelope:
+``Execute(s) -> s`` with ``{version, tool, params, request_id}`` in and ``{status, result | error}``
+out; tools ``echo`` (params.text) and ``deny`` (an error of type PERMISSION_DENIED).
 
 Run it as ``python tests/apps/echo_service.py [--name BUS_NAME]``.
 """
@@ -42,7 +47,8 @@ from dbus_fast.annotations import (
     DBusStr,
     DBusUInt32,
 )
-from dbus_fast.service import ServiceInterface, dbus_method
+from dbus_fast.constants import PropertyAccess
+from dbus_fast.service import ServiceInterface, dbus_method, dbus_property
 
 DEFAULT_NAME = "dev.aai.Echo"
 OBJECT_PATH = "/dev/aai/Echo"
@@ -60,6 +66,7 @@ class EchoInterface(ServiceInterface):
     def __init__(self) -> None:
         super().__init__(INTERFACE)
         self._calls = 0
+        self._volume = 0.5
         self._stopping = asyncio.Event()
         self._sleepers: set[asyncio.Task[Any]] = set()
 
@@ -70,6 +77,20 @@ class EchoInterface(ServiceInterface):
 
     def _count(self) -> None:
         self._calls += 1
+
+    @dbus_property()
+    def Volume(self) -> DBusDouble:
+        return self._volume
+
+    @Volume.setter  # type: ignore[no-redef]  # dbus-fast's property setter idiom
+    def Volume(self, value: DBusDouble) -> None:
+        if not 0.0 <= value <= 1.0:
+            raise DBusError(FAILED, f"volume {value} is outside 0..1")
+        self._volume = value
+
+    @dbus_property(access=PropertyAccess.READ)
+    def Label(self) -> DBusStr:
+        return "echo"
 
     @dbus_method()
     def Echo(self, text: DBusStr) -> DBusStr:
@@ -139,11 +160,34 @@ class EchoInterface(ServiceInterface):
         return self._calls
 
 
+class EnvelopeInterface(ServiceInterface):
+    """The `ipc` binding: one method taking and returning a JSON envelope."""
+
+    def __init__(self) -> None:
+        super().__init__("com.aai.Executor")
+
+    @dbus_method()
+    def Execute(self, request: DBusStr) -> DBusStr:
+        envelope = json.loads(request)
+        params = envelope.get("params", {})
+        if envelope.get("tool") == "echo":
+            reply: dict[str, Any] = {
+                "status": "success",
+                "result": {"text": params.get("text"), "id": envelope["request_id"]},
+            }
+        elif envelope.get("tool") == "deny":
+            reply = {"status": "error", "error": {"type": "PERMISSION_DENIED", "message": "the user said no"}}
+        else:
+            reply = {"status": "error", "error": {"code": -32003, "message": f"no tool {envelope.get('tool')}"}}
+        return json.dumps(reply)
+
+
 async def serve(bus_name: str) -> int:
     """Own ``bus_name``, announce readiness, and serve until SIGTERM or SIGINT."""
     bus = await MessageBus(bus_type=BusType.SESSION).connect()
     echo = EchoInterface()
     bus.export(OBJECT_PATH, echo)
+    bus.export(OBJECT_PATH, EnvelopeInterface())
     reply = await bus.request_name(bus_name, NameFlag.DO_NOT_QUEUE)
     if reply is not RequestNameReply.PRIMARY_OWNER:
         print(f"could not own {bus_name}: {reply.name}", file=sys.stderr)

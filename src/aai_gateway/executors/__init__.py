@@ -13,6 +13,7 @@ from aai_gateway.executors.base import Executor, ToolCall
 
 BACKENDS: Mapping[str, str] = {
     "dbus": "aai_gateway.executors.dbus:DbusExecutor",
+    "ipc": "aai_gateway.executors.dbus:DbusExecutor",
 }
 """automation type → "module:class" of its executor."""
 

@@ -1,9 +1,10 @@
-"""Linux DBus: call a method with typed arguments on the session (or system) bus.
+"""Linux DBus: call methods, read and write properties, or send the `ipc` JSON envelope.
 
-One connection per bus is kept open and re-opened when it drops. Argument types come from the
-method's introspected signature (cached per service, object and interface); services that cannot
-be introspected fall back to types derived from the tool's JSON Schema. DBus errors are translated
-into the gateway's error tree here and nowhere else.
+One connection per bus (session, system) is shared by every call and re-opened when it drops.
+Argument types come from the target's introspected signature (cached per service, object and
+interface); services that cannot be introspected fall back to types derived from the tool's JSON
+Schema. A service that is not running but can be activated is started and the call tried once more.
+DBus errors are translated into the gateway's error tree here and nowhere else.
 """
 
 from __future__ import annotations
@@ -11,18 +12,22 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dbus_fast import BusType, DBusError, Message, MessageType
+from dbus_fast import BusType, Message, MessageType, Variant
 from dbus_fast.aio import MessageBus
 from dbus_fast.introspection import Node
 
+from aai_gateway import templates
 from aai_gateway.errors import (
+    ALL_ERRORS,
     AaiError,
     AppNotRunning,
     AutomationFailed,
+    AutomationNotSupported,
     InvalidParams,
     PermissionDenied,
     Timeout,
@@ -43,8 +48,13 @@ NO_REPLY = "org.freedesktop.DBus.Error.NoReply"
 NO_INTROSPECTION = {
     "org.freedesktop.DBus.Error.UnknownMethod",
     "org.freedesktop.DBus.Error.UnknownInterface",
+    "org.freedesktop.DBus.Error.UnknownObject",
     "org.freedesktop.DBus.Error.NotSupported",
 }
+PROPERTIES = "org.freedesktop.DBus.Properties"
+INTROSPECTABLE = "org.freedesktop.DBus.Introspectable"
+ENVELOPE_INTERFACE = "com.aai.Executor"
+ENVELOPE_METHOD = "Execute"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,23 +63,30 @@ class Target:
     service: str
     path: str
     interface: str
-    method: str
+    member: str
+    property: str | None = None
+    access: str = "get"
 
     def __str__(self) -> str:
-        return f"{self.interface}.{self.method} on {self.service} {self.path}"
+        what = f"property {self.property}" if self.property else self.member
+        return f"{self.interface}.{what} on {self.service} {self.path}"
 
 
 def target_of(call: ToolCall) -> Target:
-    """Where a call goes: tool-level `object`/`interface` override the binding's."""
+    """Where a call goes: a tool's own `service`, `object`, `interface` and `bus` override the binding's."""
     opts: Mapping[str, Any] = call.binding.options
     tool: Mapping[str, Any] = call.tool.options
     service = str(tool.get("service") or opts.get("service") or call.app.app_id)
+    envelope = call.binding.automation == "ipc"
+    default_interface = ENVELOPE_INTERFACE if envelope else service
     return Target(
         bus=str(tool.get("bus") or opts.get("bus") or "session"),
         service=service,
-        path=str(tool.get("object") or opts.get("object") or "/" + service.replace(".", "/")),
-        interface=str(tool.get("interface") or opts.get("interface") or service),
-        method=str(tool.get("method") or call.tool.name),
+        path=str(tool.get("object") or opts.get("object") or "/" + service.replace(".", "/").replace("-", "_")),
+        interface=str(tool.get("interface") or opts.get("interface") or default_interface),
+        member=ENVELOPE_METHOD if envelope else str(tool.get("method") or call.tool.name),
+        property=None if envelope else tool.get("property"),
+        access=str(tool.get("access") or "get"),
     )
 
 
@@ -77,27 +94,19 @@ class DbusExecutor:
     def __init__(self) -> None:
         self._buses: dict[str, MessageBus] = {}
         self._connecting = asyncio.Lock()
-        self._signatures: dict[tuple[str, str, str, str], dict[str, str]] = {}
+        self._nodes: dict[tuple[str, str, str], Node | None] = {}
 
     async def execute(self, call: ToolCall) -> Any:
+        if call.binding.automation == "ipc" and call.binding.platform != "linux":
+            raise AutomationNotSupported(f"the ipc envelope of {call.binding.platform} is not sent over DBus")
         target = target_of(call)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + call.timeout
         try:
             async with asyncio.timeout(call.timeout):
                 bus = await self._bus(target.bus)
-                signature = await self._signature(bus, target, call)
-                body = self._body(call, signature)
-                reply = await bus.call(
-                    Message(
-                        destination=target.service,
-                        path=target.path,
-                        interface=target.interface,
-                        member=target.method,
-                        signature=signature,
-                        body=body,
-                    )
-                )
+                message = await self._message(bus, target, call)
+                body = await self._send(bus, message, target)
         except TimeoutError:
             waited = call.timeout - max(0.0, deadline - loop.time())
             raise Timeout(f"{call.app.app_id} did not answer {target} within {waited:.3g} s") from None
@@ -106,14 +115,43 @@ class DbusExecutor:
         except Exception as exc:
             self._forget(target.bus)
             raise AutomationFailed(f"lost the connection to the DBus {target.bus} bus: {exc}") from exc
-        if reply.message_type == MessageType.ERROR:
-            raise translate(reply.error_name or "", str(reply.body[0]) if reply.body else "", target)
-        return parse_output(reply.body, call.tool.options.get("output_parser"), target)
+        if call.binding.automation == "ipc":
+            return parse_envelope(body, target)
+        if target.property and target.access == "set":
+            return None
+        return parse_output(body, call.tool.options.get("output_parser"), target)
 
     async def aclose(self) -> None:
         buses, self._buses = self._buses, {}
         for bus in buses.values():
             bus.disconnect()
+
+    async def _message(self, bus: MessageBus, target: Target, call: ToolCall) -> Message:
+        def message(interface: str, member: str, signature: str, body: list[Any]) -> Message:
+            return Message(
+                destination=target.service,
+                path=target.path,
+                interface=interface,
+                member=member,
+                signature=signature,
+                body=body,
+            )
+
+        if call.binding.automation == "ipc":
+            request = {
+                "version": "1.0",
+                "tool": call.tool.name,
+                "params": dict(call.args),
+                "request_id": uuid.uuid4().hex,
+            }
+            return message(target.interface, target.member, "s", [json.dumps(request, ensure_ascii=False)])
+        if target.property:
+            if target.access == "get":
+                return message(PROPERTIES, "Get", "ss", [target.interface, target.property])
+            variant = await self._property_value(bus, target, call)
+            return message(PROPERTIES, "Set", "ssv", [target.interface, target.property, variant])
+        signature = await self._method_signature(bus, target, call)
+        return message(target.interface, target.member, signature, self._body(call, signature))
 
     async def _bus(self, kind: str) -> MessageBus:
         bus = self._buses.get(kind)
@@ -129,70 +167,147 @@ class DbusExecutor:
             except Exception as exc:
                 raise AutomationFailed(f"cannot connect to the DBus {kind} bus: {exc}") from exc
             self._buses[kind] = bus
-            self._signatures.clear()
+            self._nodes.clear()
             return bus
 
     def _forget(self, kind: str) -> None:
         self._buses.pop(kind, None)
-        self._signatures.clear()
+        self._nodes.clear()
 
-    async def _signature(self, bus: MessageBus, target: Target, call: ToolCall) -> str:
-        key = (target.bus, target.service, target.path, target.interface)
-        methods = self._signatures.get(key)
-        if methods is None or target.method not in methods:
-            node = await self._introspect(bus, target)
-            if node is None:
-                return "".join(guess_signature(s) for s in _properties(call).values())
-            methods = _methods(node, target.interface)
-            self._signatures[key] = methods
-        if target.method not in methods:
+    async def _send(self, bus: MessageBus, message: Message, target: Target) -> list[Any]:
+        """Send and return the reply's body; an activatable service that is not running is started once."""
+        reply = await bus.call(message)
+        if (
+            reply.message_type == MessageType.ERROR
+            and reply.error_name in NOT_RUNNING
+            and await self._start(bus, target.service)
+        ):
+            message.serial = 0
+            reply = await bus.call(message)
+        if reply.message_type == MessageType.ERROR:
+            raise translate(reply.error_name or "", str(reply.body[0]) if reply.body else "", target)
+        return list(reply.body)
+
+    async def _start(self, bus: MessageBus, service: str) -> bool:
+        """Start an activatable service (DBus activation); False when nothing can start it."""
+        reply = await bus.call(
+            Message(
+                destination="org.freedesktop.DBus",
+                path="/org/freedesktop/DBus",
+                interface="org.freedesktop.DBus",
+                member="StartServiceByName",
+                signature="su",
+                body=[service, 0],
+            )
+        )
+        if reply.message_type == MessageType.ERROR:
+            log.debug("%s could not be started: %s %s", service, reply.error_name, reply.body)
+            return False
+        log.info("started %s by DBus activation", service)
+        return True
+
+    async def _node(self, bus: MessageBus, target: Target) -> Node | None:
+        key = (target.bus, target.service, target.path)
+        if key not in self._nodes:
+            introspect = Message(
+                destination=target.service, path=target.path, interface=INTROSPECTABLE, member="Introspect"
+            )
+            try:
+                [xml] = await self._send(bus, introspect, target)
+                self._nodes[key] = Node.parse(xml)
+            except AutomationFailed as exc:
+                if not any(name in exc.detail for name in NO_INTROSPECTION):
+                    raise
+                log.debug("%s cannot be introspected; types come from the schema", target.service)
+                self._nodes[key] = None
+        return self._nodes[key]
+
+    async def _method_signature(self, bus: MessageBus, target: Target, call: ToolCall) -> str:
+        node = await self._node(bus, target)
+        if node is None:
+            return "".join(guess_signature(s) for s in _argument_schemas(call))
+        methods = {m.name: m.in_signature for i in node.interfaces if i.name == target.interface for m in i.methods}
+        if target.member not in methods:
+            self._nodes.pop((target.bus, target.service, target.path), None)
             offered = ", ".join(sorted(methods)) or "none"
             raise AutomationFailed(
-                f"{target.service} has no method {target.method} on interface {target.interface} at "
+                f"{target.service} has no method {target.member} on interface {target.interface} at "
                 f"{target.path} (it offers: {offered})"
             )
-        return methods[target.method]
+        return methods[target.member]
 
-    async def _introspect(self, bus: MessageBus, target: Target) -> Node | None:
-        try:
-            return await bus.introspect(target.service, target.path)
-        except DBusError as exc:
-            if exc.type in NO_INTROSPECTION:
-                log.debug("%s cannot be introspected (%s); using types from the schema", target.service, exc.type)
-                return None
-            raise translate(exc.type, exc.text, target) from None
+    async def _property_value(self, bus: MessageBus, target: Target, call: ToolCall) -> Variant:
+        node = await self._node(bus, target)
+        props = {
+            p.name: p for i in (node.interfaces if node else []) if i.name == target.interface for p in i.properties
+        }
+        prop = props.get(target.property or "")
+        if node is not None and prop is None:
+            raise AutomationFailed(f"{target.service} has no property {target.property} on {target.interface}")
+        names = list(call.tool.parameters.get("properties", {}))
+        template = call.tool.options.get("value", "${" + names[0] + "}" if len(names) == 1 else None)
+        if template is None:
+            raise AutomationFailed(
+                f"{call.tool.name} sets {target.property} but says neither which argument is the value "
+                "(give the tool one parameter, or a `value` template)"
+            )
+        value = _render(template, call)
+        signature = prop.signature if prop is not None else guess_signature({"type": _json_kind(value)})
+        [sig] = signature_types(signature)
+        return Variant(signature, to_dbus(value, sig, target.property or "value"))
 
     def _body(self, call: ToolCall, signature: str) -> list[Any]:
         types = signature_types(signature)
-        props = _properties(call)
-        names = list(props)
-        if len(names) != len(types):
+        templates_ = call.tool.options.get("args")
+        if templates_ is None:
+            templates_ = ["${" + name + "}" for name in call.tool.parameters.get("properties", {})]
+        if len(templates_) != len(types):
             raise AutomationFailed(
-                f"{call.tool.name} gives {len(names)} parameters but the DBus method takes {len(types)} "
-                f"arguments (signature '{signature}'); fix the descriptor"
+                f"{call.tool.name} gives {len(templates_)} arguments but the DBus method takes {len(types)} "
+                f"(signature '{signature}'); fix the descriptor"
             )
-        body = []
-        for name, sig in zip(names, types, strict=True):
-            if name in call.args:
-                value = call.args[name]
-            elif "default" in props[name]:
-                value = props[name]["default"]
-            else:
-                raise InvalidParams(f"argument '{name}' is needed by the DBus method and has no default")
-            body.append(to_dbus(value, sig, name))
-        return body
+        return [
+            to_dbus(_render(t, call), sig, _where(t, i))
+            for i, (t, sig) in enumerate(zip(templates_, types, strict=True))
+        ]
 
 
-def _properties(call: ToolCall) -> Mapping[str, Mapping[str, Any]]:
+def _argument_schemas(call: ToolCall) -> list[Mapping[str, Any]]:
     props: Mapping[str, Mapping[str, Any]] = call.tool.parameters.get("properties", {})
-    return props
+    given = call.tool.options.get("args")
+    if given is None:
+        return list(props.values())
+    return [props.get(next(iter(templates.names(t)), ""), {"type": _json_kind(t)}) for t in given]
 
 
-def _methods(node: Node, interface: str) -> dict[str, str]:
-    for iface in node.interfaces:
-        if iface.name == interface:
-            return {m.name: m.in_signature for m in iface.methods}
-    return {}
+def _render(template: Any, call: ToolCall) -> Any:
+    """A template with the call's arguments, falling back to the schema's defaults."""
+    props: Mapping[str, Mapping[str, Any]] = call.tool.parameters.get("properties", {})
+    values = {name: spec["default"] for name, spec in props.items() if "default" in spec}
+    values.update(call.args)
+    try:
+        return templates.render(template, values)
+    except templates.Missing as missing:
+        raise InvalidParams(f"argument '{missing.name}' is needed by the DBus call and has no default") from None
+
+
+def _where(template: Any, index: int) -> str:
+    named = templates.names(template)
+    return next(iter(named)) if len(named) == 1 else f"argument {index + 1}"
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "string"
 
 
 def translate(error_name: str, text: str, target: Target) -> AaiError:
@@ -206,7 +321,7 @@ def translate(error_name: str, text: str, target: Target) -> AaiError:
     if error_name in TIMED_OUT:
         return Timeout(f"{target} timed out: {text}")
     if error_name == NO_REPLY:
-        return AppNotRunning(f"{target.service} left the bus before answering {target.method}: {text}")
+        return AppNotRunning(f"{target.service} left the bus before answering {target.member}: {text}")
     return AutomationFailed(f"{target} failed with {error_name}: {text}")
 
 
@@ -223,3 +338,29 @@ def parse_output(body: list[Any], parser: str | None, target: Target) -> Any:
     if parser == "string" and not isinstance(value, str):
         return "" if value is None else json.dumps(value, ensure_ascii=False)
     return value
+
+
+ERRORS_BY_TYPE = {e.type: e for e in ALL_ERRORS}
+ERRORS_BY_CODE = {e.code: e for e in ALL_ERRORS}
+
+
+def parse_envelope(body: list[Any], target: Target) -> Any:
+    """`{status, result | error}` from an app's com.aai.Executor.Execute; its error keeps the app's code."""
+    try:
+        response = json.loads(body[0]) if body and isinstance(body[0], str) else None
+    except json.JSONDecodeError:
+        response = None
+    if not isinstance(response, dict) or "status" not in response:
+        raise AutomationFailed(f"{target} did not answer with a JSON envelope {{status, result | error}}")
+    if response["status"] != "error":
+        return response.get("result")
+    error = response.get("error")
+    if not isinstance(error, dict):
+        return _envelope_error(None, None, str(error or "the app reported an error"))
+    return _envelope_error(error.get("type"), error.get("code"), str(error.get("message") or error))
+
+
+def _envelope_error(kind: Any, code: Any, message: str) -> Any:
+    cls = ERRORS_BY_TYPE.get(kind) if isinstance(kind, str) else None
+    cls = cls or (ERRORS_BY_CODE.get(code) if isinstance(code, int) else None) or AutomationFailed
+    raise cls(message)
