@@ -28,6 +28,21 @@ from tests.support import TEST_APPS, Bus, install_descriptor, running, start_app
 ARGS = {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "hello"}}
 
 
+async def throughput(call: Callable[[], Awaitable[object]], calls: int, in_flight: int = 16) -> float:
+    """Calls per second with `in_flight` calls outstanding at all times."""
+    remaining = calls
+
+    async def worker() -> None:
+        nonlocal remaining
+        while remaining > 0:
+            remaining -= 1
+            await call()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(in_flight)))
+    return calls / (time.perf_counter() - started)
+
+
 async def measure(call: Callable[[], Awaitable[object]], calls: int, warmup: int) -> list[float]:
     for _ in range(warmup):
         await call()
@@ -47,8 +62,9 @@ def row(name: str, times: list[float], base: float | None) -> str:
     return f"{name:<28} p50 {p50:7.3f} ms   p99 {p99:7.3f} ms   {ratio}{extra}"
 
 
-async def direct(bus_address: str, calls: int, warmup: int) -> list[float]:
+async def direct(bus_address: str, calls: int, warmup: int) -> tuple[list[float], float]:
     bus = await MessageBus(bus_address=bus_address).connect()
+
     async def call() -> object:
         return await bus.call(
             Message(
@@ -62,7 +78,7 @@ async def direct(bus_address: str, calls: int, warmup: int) -> list[float]:
         )
 
     try:
-        return await measure(call, calls, warmup)
+        return await measure(call, calls, warmup), await throughput(call, calls)
     finally:
         bus.disconnect()
 
@@ -76,17 +92,25 @@ async def main(calls: int, warmup: int) -> None:
                 home = work / "home"
                 install_descriptor(home / ".aai", TEST_APPS / "dev.aai.echo" / "aai.json")
                 env = bus.env(HOME=str(home), AAI_PLATFORM="linux")
-                base_times = await direct(bus.address, calls, warmup)
+                base_times, base_rate = await direct(bus.address, calls, warmup)
                 base = statistics.median(base_times)
+                rates = {"direct dbus-fast call": base_rate}
                 print(f"{calls} calls each after {warmup} warm-up calls; echo of a 5-byte string\n")
                 print(row("direct dbus-fast call", base_times, None))
                 async with stdio_session(env, work / "stdio.log") as session:
                     times = await measure(lambda: session.call_tool("aai:exec", ARGS), calls, warmup)
+                    rates["aai:exec over stdio"] = await throughput(lambda: session.call_tool("aai:exec", ARGS), calls)
                 print(row("aai:exec over stdio", times, base))
                 with web_gateway(env, work / "web.log") as url:
                     async with http_session(url) as session:
                         times = await measure(lambda: session.call_tool("aai:exec", ARGS), calls, warmup)
+                        rates["aai:exec over HTTP"] = await throughput(
+                            lambda: session.call_tool("aai:exec", ARGS), calls
+                        )
                 print(row("aai:exec over HTTP", times, base))
+                print("\nwith 16 calls in flight on one connection or session:")
+                for name, rate in rates.items():
+                    print(f"{name:<28} {rate:8.0f} calls/s   {rate / base_rate:5.2f}x of direct")
         finally:
             bus.stop()
 
