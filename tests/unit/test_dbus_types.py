@@ -98,3 +98,12 @@ def test_signatures_are_guessed_from_json_schema_when_introspection_is_missing()
             {},
         )
     ] == ["s", "x", "d", "b", "as", "a{sv}", "v"]
+
+
+def test_a_schema_signature_fixes_the_variant_type() -> None:
+    schema = {"type": "object", "properties": {"urgency": {"type": "integer", "signature": "y"}}}
+    converted = to_dbus({"urgency": 2, "category": "email"}, one("a{sv}"), "hints", schema)
+    assert (converted["urgency"].signature, converted["urgency"].value) == ("y", 2)
+    assert converted["category"].signature == "s"
+    with pytest.raises(InvalidParams, match="must be a byte"):
+        to_dbus({"urgency": 300}, one("a{sv}"), "hints", schema)

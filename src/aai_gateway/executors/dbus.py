@@ -266,8 +266,9 @@ class DbusExecutor:
                 f"{call.tool.name} gives {len(templates_)} arguments but the DBus method takes {len(types)} "
                 f"(signature '{signature}'); fix the descriptor"
             )
+        schemas = _argument_schemas(call)
         return [
-            to_dbus(_render(t, call), sig, _where(t, i))
+            to_dbus(_render(t, call), sig, _where(t, i), schemas[i])
             for i, (t, sig) in enumerate(zip(templates_, types, strict=True))
         ]
 

@@ -63,8 +63,12 @@ def guess_signature(schema: Mapping[str, Any]) -> str:
     return "v"
 
 
-def to_dbus(value: Any, sig: SignatureType, where: str) -> Any:
-    """Convert a JSON value for one DBus type; `where` names the argument in errors."""
+def to_dbus(value: Any, sig: SignatureType, where: str, schema: Any = None) -> Any:
+    """Convert a JSON value for one DBus type; `where` names the argument in errors.
+
+    `schema` is the value's JSON Schema, followed into arrays and objects: a `signature` keyword in
+    it fixes the type of a variant that the JSON value alone cannot tell (a byte, say, or `u`).
+    """
     token = sig.token
     if token in INT_RANGES:
         if isinstance(value, bool) or not isinstance(value, int):
@@ -95,30 +99,55 @@ def to_dbus(value: Any, sig: SignatureType, where: str) -> Any:
     if token == "h":
         raise InvalidParams(f"argument '{where}' is a Unix file descriptor (DBus 'h'), which the gateway cannot pass")
     if token == "v":
-        return _variant(value, where)
+        return _variant(value, where, schema)
     if token == "a":
-        return _array(value, sig, where)
+        return _array(value, sig, where, schema)
     if token == "(":
         if not isinstance(value, list) or len(value) != len(sig.children):
             raise InvalidParams(
                 f"argument '{where}' must be an array of {len(sig.children)} items (DBus struct {sig.signature})"
             )
-        return [to_dbus(v, c, f"{where}[{i}]") for i, (v, c) in enumerate(zip(value, sig.children, strict=True))]
+        return [
+            to_dbus(v, c, f"{where}[{i}]", _item(schema, i))
+            for i, (v, c) in enumerate(zip(value, sig.children, strict=True))
+        ]
     raise InvalidParams(f"argument '{where}' has DBus type '{sig.signature}', which the gateway cannot send")
 
 
-def _array(value: Any, sig: SignatureType, where: str) -> Any:
+def _item(schema: Any, index: int | None = None) -> Any:
+    if not isinstance(schema, dict):
+        return None
+    items = schema.get("items")
+    if isinstance(items, list):
+        return items[index] if index is not None and index < len(items) else None
+    return items
+
+
+def _field(schema: Any, key: str) -> Any:
+    if not isinstance(schema, dict):
+        return None
+    props = schema.get("properties")
+    if isinstance(props, dict) and key in props:
+        return props[key]
+    extra = schema.get("additionalProperties")
+    return extra if isinstance(extra, dict) else None
+
+
+def _array(value: Any, sig: SignatureType, where: str, schema: Any = None) -> Any:
     child = sig.children[0]
     if child.token == "{":
         if not isinstance(value, dict):
             raise InvalidParams(f"argument '{where}' must be an object (DBus dict {sig.signature})")
         key_sig, value_sig = child.children
-        return {_dict_key(k, key_sig, f"{where}.{k}"): to_dbus(v, value_sig, f"{where}.{k}") for k, v in value.items()}
+        return {
+            _dict_key(k, key_sig, f"{where}.{k}"): to_dbus(v, value_sig, f"{where}.{k}", _field(schema, str(k)))
+            for k, v in value.items()
+        }
     if child.token == "y" and isinstance(value, str):
         return value.encode("utf-8")
     if not isinstance(value, list):
         raise InvalidParams(f"argument '{where}' must be an array (DBus {sig.signature}), got {_kind(value)}")
-    items = [to_dbus(v, child, f"{where}[{i}]") for i, v in enumerate(value)]
+    items = [to_dbus(v, child, f"{where}[{i}]", _item(schema, i)) for i, v in enumerate(value)]
     return bytes(items) if child.token == "y" else items
 
 
@@ -131,7 +160,14 @@ def _dict_key(key: str, sig: SignatureType, where: str) -> Any:
     return to_dbus(key, sig, where)
 
 
-def _variant(value: Any, where: str) -> Variant:
+def _variant(value: Any, where: str, schema: Any = None) -> Variant:
+    declared = schema.get("signature") if isinstance(schema, dict) else None
+    if isinstance(declared, str):
+        try:
+            [sig] = signature_types(declared)
+        except Exception:
+            raise InvalidParams(f"argument '{where}': '{declared}' is not a single DBus signature") from None
+        return Variant(declared, to_dbus(value, sig, where, schema))
     if isinstance(value, bool):
         return Variant("b", value)
     if isinstance(value, int):
@@ -143,9 +179,9 @@ def _variant(value: Any, where: str) -> Variant:
     if isinstance(value, list):
         if value and all(isinstance(v, str) for v in value):
             return Variant("as", value)
-        return Variant("av", [_variant(v, f"{where}[{i}]") for i, v in enumerate(value)])
+        return Variant("av", [_variant(v, f"{where}[{i}]", _item(schema, i)) for i, v in enumerate(value)])
     if isinstance(value, dict):
-        return Variant("a{sv}", {str(k): _variant(v, f"{where}.{k}") for k, v in value.items()})
+        return Variant("a{sv}", {str(k): _variant(v, f"{where}.{k}", _field(schema, str(k))) for k, v in value.items()})
     raise InvalidParams(f"argument '{where}' is null, which DBus cannot carry")
 
 
