@@ -1,12 +1,16 @@
-"""What agents read: the one-line catalogue entry and the operation guide of seed 004."""
+"""What agents read: the one-line catalogue entry and the markdown operation guide of seed 004, with the app's
+names, platforms and authentication, and for each operation its parameter list (from `parameters`) and an
+`aai:exec({...})` example whose arguments come from `examples`, written the way seed 004 writes them.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
+from aai_gateway.descriptor.examples import example_args
 from aai_gateway.descriptor.model import Binding, Descriptor, Tool
+from aai_gateway.descriptor.parameters import parameter_lines
 
 AUTH_TEXT = {
     "macos": "Uses OS-level consent (TCC). First execution shows native dialog.",
@@ -71,80 +75,19 @@ def _operation(app: Descriptor, binding: Binding, tool: Tool) -> list[str]:
     lines = [f"### {tool.name}", ""]
     if tool.description:
         lines += [tool.description, ""]
-    props: Mapping[str, Any] = tool.parameters.get("properties", {})
-    required = set(tool.parameters.get("required", []))
     lines += ["**Parameters**:", ""]
-    if props:
-        lines += [_parameter(name, spec, name in required) for name, spec in props.items()]
-    else:
-        lines.append("- none")
-    args = example_args(tool.parameters)
+    lines += parameter_lines(tool.parameters) or ["- none"]
     lines += [
         "",
         "**Example**:",
         "aai:exec({",
         f'app: "{app.app_id}",',
         f'tool: "{tool.name}",',
-        f"args: {_js(args)}",
+        f"args: {_js(example_args(tool.parameters))}",
         "})",
         "",
     ]
     return lines
-
-
-def _parameter(name: str, spec: Mapping[str, Any], required: bool) -> str:
-    kind = type_label(spec)
-    text = f"- {name} ({kind}, {'required' if required else 'optional'})"
-    extras = []
-    if spec.get("description"):
-        extras.append(str(spec["description"]).rstrip())
-    if "enum" in spec:
-        extras.append("one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in spec["enum"]))
-    if "default" in spec:
-        extras.append(f"default {json.dumps(spec['default'], ensure_ascii=False)}")
-    return text + (": " + "; ".join(extras) if extras else "")
-
-
-def type_label(spec: Mapping[str, Any]) -> str:
-    kind = spec.get("type", "any")
-    if isinstance(kind, list):
-        return " or ".join(kind)
-    if kind == "array":
-        items = spec.get("items")
-        return f"array of {type_label(items)}" if isinstance(items, Mapping) else "array"
-    return str(kind)
-
-
-def example_args(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Arguments for the guide's example: the required ones, from examples, defaults or the type."""
-    props: Mapping[str, Any] = schema.get("properties", {})
-    required = schema.get("required", [])
-    return {name: example_value(props.get(name, {}), name) for name in required}
-
-
-def example_value(spec: Mapping[str, Any], name: str) -> Any:
-    if spec.get("examples"):
-        return spec["examples"][0]
-    if "default" in spec:
-        return spec["default"]
-    if spec.get("enum"):
-        return spec["enum"][0]
-    if "const" in spec:
-        return spec["const"]
-    kind = spec.get("type")
-    kind = kind[0] if isinstance(kind, list) and kind else kind
-    if kind == "integer":
-        return max(int(spec.get("minimum", 1)), 1) if "minimum" not in spec else int(spec["minimum"])
-    if kind == "number":
-        return float(spec.get("minimum", 1.0))
-    if kind == "boolean":
-        return True
-    if kind == "array":
-        items = spec.get("items")
-        return [example_value(items, name)] if isinstance(items, Mapping) else []
-    if kind == "object":
-        return example_args(spec)
-    return f"<{name}>"
 
 
 def _js(value: Any) -> str:
