@@ -83,13 +83,18 @@ def wait_until(condition: Any, timeout: float, what: str) -> None:
 class Bus:
     """A private `dbus-daemon --session`; `service_dirs` enables activation of installed services."""
 
-    def __init__(self, workdir: Path, service_dirs: Sequence[Path] = (), *, fixed_socket: bool = False) -> None:
-        """`fixed_socket` listens on `workdir/bus` so that a restarted bus has the same address."""
+    def __init__(
+        self, workdir: Path, service_dirs: Sequence[Path] = (), *, fixed_socket: bool = False, kind: str = "session"
+    ) -> None:
+        """`fixed_socket` listens on `workdir/bus` so that a restarted bus has the same address;
+        `kind` "system" makes a bus of the system type (reached through DBUS_SYSTEM_BUS_ADDRESS)."""
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
         config = workdir / "session.conf"
         dirs = "\n  ".join(f"<servicedir>{d}</servicedir>" for d in service_dirs)
-        text = BUS_CONFIG.format(socket_dir=workdir, service_dirs=dirs)
+        text = BUS_CONFIG.format(socket_dir=workdir, service_dirs=dirs).replace(
+            "<type>session</type>", f"<type>{kind}</type>"
+        )
         if fixed_socket:
             (workdir / "bus").unlink(missing_ok=True)
             text = text.replace(f"<listen>unix:dir={workdir}</listen>", f"<listen>unix:path={workdir / 'bus'}</listen>")

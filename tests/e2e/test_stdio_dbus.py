@@ -177,6 +177,17 @@ async def test_mpv_driven_through_mpris(bus: Bus, mpv: Mpv, tmp_path: Path) -> N
         before = float(mpv.property("time-pos"))
         await run("seek", {"offset": 10_000_000})
         wait_until(lambda: float(mpv.property("time-pos") or 0) >= before + 9, 5, "mpv to seek 10 s forward")
+        await run("set_volume", {"level": 0.3})
+        wait_until(lambda: mpv.property("volume") == 30, 5, "mpv's volume to be 30 %")
+        volume = await session.call_tool("aai:exec", {"app": "io.mpv", "tool": "volume", "args": {}})
+        assert json.loads(text_of(volume)) == pytest.approx(0.3)
+        metadata = json.loads(
+            text_of(await session.call_tool("aai:exec", {"app": "io.mpv", "tool": "metadata", "args": {}}))
+        )
+        assert metadata["xesam:title"] == "silence.wav"
+        assert metadata["mpris:length"] == 30_000_000
+        status = await session.call_tool("aai:exec", {"app": "io.mpv", "tool": "playback_status", "args": {}})
+        assert text_of(status) == "Paused"
         await run("stop")
         wait_until(lambda: mpv.property("idle-active") is True, 5, "mpv to stop")
 
