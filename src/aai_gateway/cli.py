@@ -16,7 +16,7 @@ import click
 from aai_gateway import __version__, logs, paths
 from aai_gateway.config import Settings, load_settings
 from aai_gateway.descriptor import Descriptor
-from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, load
+from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_document, load
 from aai_gateway.discovery import Scan, scan
 from aai_gateway.errors import AaiError, ConfigError
 from aai_gateway.service import Caller, Gateway
@@ -50,6 +50,23 @@ def _settings(ctx: click.Context) -> Settings:
 @click.option("--mcp", "mode", flag_value="mcp", help="Serve MCP over stdio (what agents start).")
 @click.option("--web", "mode", flag_value="web", help="Serve MCP over streamable HTTP at /mcp (httpHost:httpPort).")
 @click.option("--scan", "mode", flag_value="scan", help="List discovered apps and every problem found.")
+@click.option(
+    "--discover", "mode", flag_value="discover", help="List the DBus session bus's services and their interfaces."
+)
+@click.option(
+    "--generate", "bus_name", metavar="BUS_NAME", help="Write an aai.json from a DBus service's introspection."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["a", "c"]),
+    default="a",
+    show_default=True,
+    help="With --generate: a = multi-platform (platforms.linux), c = camelCase (execution.type dbus).",
+)
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), help="With --generate: the file to write.")
+@click.option("--app-id", help="With --generate: the appId (default: from the bus name).")
+@click.option("--json", "as_json", is_flag=True, help="With --discover: print JSON.")
 @click.option("--host", help="With --web: the address to listen on (overrides httpHost).")
 @click.option("--port", type=click.IntRange(0, 65535), help="With --web: the port (overrides httpPort; 0 picks one).")
 @click.option(
@@ -74,6 +91,11 @@ def main(
     mode: str | None,
     host: str | None,
     port: int | None,
+    bus_name: str | None,
+    fmt: str,
+    out: Path | None,
+    app_id: str | None,
+    as_json: bool,
     config: Path | None,
     log_level: str | None,
     platform: str | None,
@@ -86,7 +108,11 @@ def main(
     ctx.ensure_object(dict).update(config=config, log_level=log_level, platform=platform)
     if ctx.invoked_subcommand is not None:
         return
-    if mode == "mcp":
+    if bus_name is not None:
+        if mode is not None:
+            _fail(f"--generate cannot be combined with --{mode}")
+        _generate(_settings(ctx), bus_name, fmt, out, app_id)
+    elif mode == "mcp":
         _serve_mcp(_settings(ctx))
     elif mode == "web":
         settings = _settings(ctx)
@@ -98,6 +124,8 @@ def main(
         _serve_web(settings.with_changes(**changes))
     elif mode == "scan":
         _print_scan(_settings(ctx))
+    elif mode == "discover":
+        _discover(_settings(ctx), as_json)
     else:
         click.echo(ctx.get_help())
 
@@ -152,6 +180,56 @@ def _print_problems(result: Scan) -> None:
         click.echo(f"  {problem}")
     if not result.problems:
         click.echo("  none")
+
+
+def _linux_only(settings: Settings, what: str) -> None:
+    if settings.platform != "linux":
+        _fail(
+            f"{what} works with DBus on Linux only, and this platform is {settings.platform}; finding scriptable "
+            "macOS apps (sdef) and Windows COM servers is not available yet",
+            1,
+        )
+
+
+def _discover(settings: Settings, as_json: bool) -> None:
+    _linux_only(settings, "--discover")
+    from aai_gateway.discovery import dbus_services
+
+    try:
+        services = asyncio.run(dbus_services.list_services(apps=scan(settings).apps.values()))
+    except AaiError as exc:
+        _fail(str(exc), 1)
+    if as_json:
+        click.echo(json.dumps([s.to_json() for s in services], ensure_ascii=False, indent=2))
+    else:
+        click.echo("\n".join(dbus_services.report(services)))
+
+
+def _generate(settings: Settings, bus_name: str, fmt: str, out: Path | None, app_id: str | None) -> None:
+    _linux_only(settings, "--generate")
+    from aai_gateway.discovery import dbus_services, generate
+
+    try:
+        tree = asyncio.run(dbus_services.introspect_service(bus_name))
+        generated = generate.generate(bus_name, tree.objects, fmt=fmt, app_id=app_id)
+    except (AaiError, ValueError) as exc:
+        _fail(str(exc), 1)
+    text = json.dumps(generated.document, ensure_ascii=False, indent=2) + "\n"
+    errors = [p for p in check_document(generated.document, str(out or "-")).problems if p.severity == "error"]
+    if errors:
+        _fail("the generated descriptor is invalid (a bug):\n" + "\n".join(str(p) for p in errors), 1)
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            _fail(f"cannot write {out}: {exc.strerror or exc}", 1)
+    for note in (*generated.notes, *([tree.error] if tree.error else [])):
+        click.echo(f"note: {note}", err=True)
+    where = f"wrote {out}" if out else "generated"
+    click.echo(f"{where}: {generated.app_id}, {generated.tool_count} tools from {bus_name}", err=True)
 
 
 def _descriptor_files(path: Path) -> Iterator[Path]:

@@ -35,12 +35,12 @@ async def test_bus_daemon_methods_and_properties_over_the_system_bus(bus: Bus, s
     with running(echo):
         async with stdio_session(env, tmp_path / "stderr.log") as session:
 
+            async def text(tool: str, **args: str) -> str:
+                arguments = {"app": "org.freedesktop.dbus", "tool": tool, "args": args}
+                return text_of(await session.call_tool("aai:exec", arguments))
+
             async def run(tool: str, **args: str) -> object:
-                result = await session.call_tool(
-                    "aai:exec", {"app": "org.freedesktop.dbus", "tool": tool, "args": args}
-                )
-                text = text_of(result)
-                return json.loads(text) if text[:1] in "[{tf0123456789" else text
+                return json.loads(await text(tool, **args))
 
             names = await run("list_names")
             assert isinstance(names, list)
@@ -48,13 +48,13 @@ async def test_bus_daemon_methods_and_properties_over_the_system_bus(bus: Bus, s
             assert await run("name_has_owner", name="dev.aai.Echo") is True
             assert await run("name_has_owner", name="dev.aai.Nobody") is False
             assert await run("get_connection_pid", name="dev.aai.Echo") == echo.pid
-            assert str(await run("get_name_owner", name="dev.aai.Echo")).startswith(":1.")
+            assert (await text("get_name_owner", name="dev.aai.Echo")).startswith(":1.")
             expected_id = subprocess.run(
                 ["dbus-send", f"--bus={system_bus.address}", "--print-reply=literal", "--dest=org.freedesktop.DBus",
                  "/org/freedesktop/DBus", "org.freedesktop.DBus.GetId"],
                 capture_output=True, text=True, check=True,
             ).stdout.strip()  # fmt: skip
-            assert await run("bus_id") == expected_id
+            assert await text("bus_id") == expected_id
             assert isinstance(await run("features"), list)
             assert "org.freedesktop.DBus.Monitoring" in list(await run("interfaces"))  # type: ignore[call-overload]
         assert not bus.has_owner("dev.aai.Echo")

@@ -85,7 +85,7 @@ def test_scan_command_lists_apps_then_problems_and_exits_zero(tmp_path: Path) ->
     out = done.stdout
     assert "Apps (3):" in out
     assert "  dev.aai.echo  Echo | 回声  [linux (dbus)]  17 tools" in out
-    assert "  io.mpv  mpv | mpv 播放器  [linux (dbus)]  8 tools" in out
+    assert "  io.mpv  mpv | mpv 播放器  [linux (dbus)]  13 tools" in out
     assert "  com.apple.mail  Mail  [linux (dbus)]  1 tool\n" in out
     assert "com.example.reminders  " not in out
     assert out.index("Apps (3):") < out.index("Problems (")

@@ -1,0 +1,282 @@
+"""The named services of a DBus bus and the interfaces on their objects.
+
+`list_services` asks the bus for its names (ListNames, ListActivatableNames), skipping unique names
+(`:1.42`) and the bus itself, and introspects each running service recursively over its object
+paths. `introspect_service` does the same for one service, starting it first when it is activatable.
+Every walk is bounded (depth, number of objects, a timeout per call), and listing never starts a
+service: its messages carry NO_AUTOSTART.
+
+This module needs dbus-fast (Linux); it is imported only where DBus is used, never by the package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbus_fast import BusType, Message, MessageFlag, MessageType
+from dbus_fast.aio import MessageBus
+from dbus_fast.errors import DBusFastError
+from dbus_fast.introspection import Node
+from dbus_fast.validators import is_bus_name_valid, is_object_path_valid
+
+from aai_gateway.descriptor import Descriptor
+from aai_gateway.discovery.generate import is_standard
+from aai_gateway.errors import AppNotRunning, AutomationFailed, InvalidParams, Timeout
+
+BUS_DAEMON = "org.freedesktop.DBus"
+BUS_PATH = "/org/freedesktop/DBus"
+INTROSPECTABLE = "org.freedesktop.DBus.Introspectable"
+NOT_RUNNING = {"org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner"}
+MAX_DEPTH = 6
+MAX_NODES = 200
+CALL_TIMEOUT = 2.0
+START_TIMEOUT = 30.0
+PARALLEL = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """A service's objects as introspected: object path → node, shallowest first."""
+
+    service: str
+    objects: Mapping[str, Node]
+    truncated: bool = False
+    """The walk stopped at a bound (depth or number of objects) with objects left unvisited."""
+    error: str | None = None
+    """Why the walk stopped early or found nothing, if it did."""
+
+    def interfaces(self) -> dict[str, list[str]]:
+        """The service's own interfaces (no org.freedesktop.DBus.*), each with the objects that have it."""
+        found: dict[str, list[str]] = {}
+        for path, node in self.objects.items():
+            for interface in node.interfaces:
+                if not is_standard(interface.name):
+                    found.setdefault(interface.name, []).append(path)
+        return dict(sorted(found.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    name: str
+    running: bool
+    activatable: bool
+    tree: Tree | None = None
+    described_by: tuple[str, ...] = field(default_factory=tuple)
+    """App ids of the scanned descriptors that drive this service."""
+
+    def to_json(self) -> dict[str, Any]:
+        tree = self.tree
+        return {
+            "name": self.name,
+            "running": self.running,
+            "activatable": self.activatable,
+            "describedBy": list(self.described_by),
+            "interfaces": [{"name": n, "objects": p} for n, p in (tree.interfaces() if tree else {}).items()],
+            "truncated": bool(tree and tree.truncated),
+            "error": tree.error if tree else None,
+        }
+
+
+def report(services: list[Service], bus_type: str = "session") -> list[str]:
+    """The services as readable lines: name, state and descriptors, then each interface and its objects."""
+    running = sum(1 for s in services if s.running)
+    lines = [
+        f"DBus {bus_type} bus: {len(services)} services ({running} running, {len(services) - running} activatable)"
+    ]
+    for service in services:
+        state = "running" if service.running else "activatable, not running"
+        if service.running and service.activatable:
+            state += ", activatable"
+        described = f"  [described by {', '.join(service.described_by)}]" if service.described_by else ""
+        lines.extend(("", f"{service.name}  {state}{described}"))
+        tree = service.tree
+        interfaces = tree.interfaces() if tree else {}
+        for interface, objects in interfaces.items():
+            more = f" (+{len(objects) - 3} more)" if len(objects) > 3 else ""
+            lines.append(f"  {interface}  {', '.join(objects[:3])}{more}")
+        if service.running and not interfaces:
+            lines.append("  no interfaces of its own")
+        if tree and (tree.error or tree.truncated):
+            lines.append(f"  ({tree.error or 'introspection stopped at its bound'})")
+    lines.extend(("", "Write a descriptor with: aai-gateway --generate NAME --out ~/.aai/<appId>/aai.json"))
+    return lines
+
+
+def described_by(apps: Iterable[Descriptor]) -> dict[str, tuple[str, ...]]:
+    """Bus name → ids of the apps whose linux binding (or one of its tools) calls that service."""
+    found: dict[str, list[str]] = {}
+    for app in apps:
+        binding = app.bindings.get("linux")
+        if binding is None or binding.automation not in ("dbus", "ipc"):
+            continue
+        services = {str(binding.options.get("service") or app.app_id)}
+        services.update(str(t.options["service"]) for t in binding.tools if t.options.get("service"))
+        for service in services:
+            found.setdefault(service, []).append(app.app_id)
+    return {name: tuple(ids) for name, ids in found.items()}
+
+
+async def connect(bus_type: str = "session") -> MessageBus:
+    try:
+        return await MessageBus(bus_type=BusType.SYSTEM if bus_type == "system" else BusType.SESSION).connect()
+    except Exception as exc:
+        raise AutomationFailed(f"cannot connect to the DBus {bus_type} bus: {exc}") from exc
+
+
+async def _call_bus(bus: MessageBus, member: str, signature: str = "", body: Iterable[Any] = ()) -> list[Any]:
+    message = Message(
+        destination=BUS_DAEMON,
+        path=BUS_PATH,
+        interface=BUS_DAEMON,
+        member=member,
+        signature=signature,
+        body=list(body),
+    )
+    async with asyncio.timeout(CALL_TIMEOUT):
+        reply = await bus.call(message)
+    if reply.message_type == MessageType.ERROR:
+        raise AutomationFailed(f"the bus refused {member}: {reply.error_name} {reply.body[0] if reply.body else ''}")
+    return list(reply.body)
+
+
+def _named(names: Iterable[str]) -> set[str]:
+    return {n for n in names if not n.startswith(":") and n != BUS_DAEMON}
+
+
+async def _introspect(bus: MessageBus, service: str, path: str) -> Node | str:
+    """The node at `path`, or why there is none; raises TimeoutError, AppNotRunning."""
+    message = Message(
+        destination=service,
+        path=path,
+        interface=INTROSPECTABLE,
+        member="Introspect",
+        flags=MessageFlag.NO_AUTOSTART,
+    )
+    async with asyncio.timeout(CALL_TIMEOUT):
+        reply = await bus.call(message)
+    if reply.message_type == MessageType.ERROR:
+        if reply.error_name in NOT_RUNNING:
+            raise AppNotRunning(f"{service} is not on the bus")
+        return f"{path}: {reply.error_name}: {reply.body[0] if reply.body else ''}".rstrip(": ")
+    try:
+        return Node.parse(reply.body[0])
+    except (DBusFastError, ValueError, SyntaxError, IndexError) as exc:
+        return f"{path}: the introspection data is not valid: {exc}"
+
+
+def _child_path(parent: str, name: str) -> str:
+    if name.startswith("/"):
+        return name
+    return ("" if parent == "/" else parent) + "/" + name.strip("/")
+
+
+async def walk(bus: MessageBus, service: str, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> Tree:
+    """Introspect `service` from `/` down, breadth first, at most `max_nodes` objects `max_depth` deep."""
+    objects: dict[str, Node] = {}
+    errors: list[str] = []
+    queue: list[tuple[str, int]] = [("/", 0)]
+    seen = {"/"}
+    visited = 0
+    cut = False
+    while queue and visited < max_nodes:
+        path, depth = queue.pop(0)
+        visited += 1
+        try:
+            node = await _introspect(bus, service, path)
+        except TimeoutError:
+            errors.append(f"{path}: no answer to Introspect within {CALL_TIMEOUT:g} s")
+            return Tree(service, objects, truncated=cut or bool(queue), error="; ".join(errors))
+        if isinstance(node, str):
+            errors.append(node)
+            continue
+        objects[path] = node
+        if depth >= max_depth:
+            cut = cut or bool(node.nodes)
+            continue
+        for child in node.nodes:
+            child_path = _child_path(path, child.name or "")
+            if child.name and child_path not in seen and is_object_path_valid(child_path):
+                seen.add(child_path)
+                queue.append((child_path, depth + 1))
+    error = "; ".join(errors[:3]) + (f" (+{len(errors) - 3} more)" if len(errors) > 3 else "") if errors else None
+    return Tree(service, objects, truncated=cut or bool(queue), error=error)
+
+
+async def list_services(bus_type: str = "session", apps: Iterable[Descriptor] = ()) -> list[Service]:
+    """Every named service, running or activatable, with the interfaces of the running ones."""
+    bus = await connect(bus_type)
+    try:
+        try:
+            [running] = await _call_bus(bus, "ListNames")
+            [activatable] = await _call_bus(bus, "ListActivatableNames")
+        except TimeoutError:
+            raise Timeout(f"the DBus {bus_type} bus did not list its names within {CALL_TIMEOUT:g} s") from None
+        names, startable = _named(running), _named(activatable)
+        limit = asyncio.Semaphore(PARALLEL)
+
+        async def tree(name: str) -> Tree | None:
+            if name not in names:
+                return None
+            async with limit:
+                try:
+                    return await walk(bus, name)
+                except AppNotRunning:
+                    return Tree(name, {}, error="left the bus while being introspected")
+
+        ordered = sorted(names | startable)
+        trees = await asyncio.gather(*(tree(n) for n in ordered))
+    finally:
+        bus.disconnect()
+    owners = described_by(apps)
+    return [
+        Service(name, name in names, name in startable, found, owners.get(name, ()))
+        for name, found in zip(ordered, trees, strict=True)
+    ]
+
+
+async def introspect_service(name: str, bus_type: str = "session") -> Tree:
+    """One service's objects; an activatable service that is not running is started first."""
+    if not is_bus_name_valid(name) or name.startswith(":"):
+        raise InvalidParams(f"'{name}' is not a well-known DBus bus name such as org.example.App")
+    bus = await connect(bus_type)
+    try:
+        try:
+            [running] = await _call_bus(bus, "NameHasOwner", "s", [name])
+            if not running:
+                [activatable] = await _call_bus(bus, "ListActivatableNames")
+                if name not in activatable:
+                    raise AppNotRunning(
+                        f"{name} is not on the DBus {bus_type} bus and no service file can start it; "
+                        "start the app and try again (aai-gateway --discover lists the names)"
+                    )
+                await _start(bus, name)
+        except TimeoutError:
+            raise Timeout(f"the DBus {bus_type} bus did not answer within {CALL_TIMEOUT:g} s") from None
+        tree = await walk(bus, name)
+    finally:
+        bus.disconnect()
+    if not tree.objects and tree.error:
+        raise AutomationFailed(f"{name} could not be introspected: {tree.error}")
+    return tree
+
+
+async def _start(bus: MessageBus, name: str) -> None:
+    message = Message(
+        destination=BUS_DAEMON,
+        path=BUS_PATH,
+        interface=BUS_DAEMON,
+        member="StartServiceByName",
+        signature="su",
+        body=[name, 0],
+    )
+    try:
+        async with asyncio.timeout(START_TIMEOUT):
+            reply = await bus.call(message)
+    except TimeoutError:
+        raise Timeout(f"{name} did not start within {START_TIMEOUT:g} s") from None
+    if reply.message_type == MessageType.ERROR:
+        detail = reply.body[0] if reply.body else reply.error_name
+        raise AppNotRunning(f"{name} could not be started by DBus activation: {detail}")
