@@ -22,6 +22,40 @@ from aai_gateway.problems import describe, pointer
 DEFAULT_SCAN_PATH = "~/.aai"
 
 
+class Secret:
+    """A secret value whose repr and str never show it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('**********')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+
+@dataclass(frozen=True, slots=True)
+class AppSettings:
+    """Per-app settings (`apps.<appId>` in config.json); secrets come from the environment."""
+
+    timeout: float | None = None
+    client_id: str | None = None
+    client_secret: Secret | None = None
+    api_key: Secret | None = None
+    redirect_port: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     scan_paths: tuple[Path, ...]
@@ -35,6 +69,13 @@ class Settings:
     tool_names: str = "spec"
     error_style: str = "jsonrpc"
     max_descriptor_bytes: int = 1024 * 1024
+    web_allow_http_loopback: bool = False
+    web_allow_private_networks: bool = False
+    web_cache_ttl_hours: float = 24.0
+    web_max_response_bytes: int = 10 * 1024 * 1024
+    web_timeout: float = 30.0
+    apps: Mapping[str, AppSettings] = field(default_factory=dict)
+    cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "aai-gateway")
     aai_home: Path = field(default_factory=lambda: Path.home() / ".aai")
     home: Path = field(default_factory=Path.home)
     config_file: Path | None = None
@@ -53,7 +94,12 @@ def _schema() -> dict[str, Any]:
 
 
 def known_keys() -> list[str]:
-    return sorted(_schema()["properties"])
+    """Every documented key: top-level ones, and `web.*` for the fixed nested object."""
+    keys = []
+    for key, spec in _schema()["properties"].items():
+        keys.append(key)
+        keys.extend(f"{key}.{sub}" for sub in spec.get("properties", {}))
+    return sorted(keys)
 
 
 @cache
@@ -81,8 +127,12 @@ def read_config_file(path: Path) -> dict[str, Any]:
         for err in errors:
             where = pointer(err.absolute_path)
             if err.validator == "additionalProperties":
-                known = ", ".join(known_keys())
-                extra = sorted(set(data) - set(known_keys()))
+                top = sorted(_schema()["properties"])
+                if err.absolute_path:
+                    lines.append(f"{path}: key '{where.lstrip('/')}': {describe(err)}")
+                    continue
+                known = ", ".join(top)
+                extra = sorted(set(data) - set(top))
                 for key in extra:
                     lines.append(f"{path}: unknown key '{key}' (known keys: {known})")
                 continue
@@ -90,6 +140,27 @@ def read_config_file(path: Path) -> dict[str, Any]:
             lines.append(f"{path}: key '{key}': {describe(err)}")
         raise ConfigError("\n".join(lines))
     return data
+
+
+def _secret(app_id: str, key: str, raw: Any, env: Mapping[str, str]) -> Secret | None:
+    if raw is None:
+        return None
+    name = raw["$env"]
+    value = env.get(name)
+    if not value:
+        raise ConfigError(f"key 'apps/{app_id}/{key}': environment variable {name} is not set")
+    return Secret(value)
+
+
+def _app_settings(app_id: str, raw: Mapping[str, Any], env: Mapping[str, str]) -> AppSettings:
+    timeout = raw.get("timeout")
+    return AppSettings(
+        timeout=None if timeout is None else float(timeout),
+        client_id=raw.get("clientId"),
+        client_secret=_secret(app_id, "clientSecret", raw.get("clientSecret"), env),
+        api_key=_secret(app_id, "apiKey", raw.get("apiKey"), env),
+        redirect_port=raw.get("redirectPort", 0),
+    )
 
 
 def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None = None) -> Settings:
@@ -109,6 +180,8 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         sources["platform"] = "AAI_PLATFORM"
 
     scan_paths = tuple(paths.expand(p, env) for p in data.get("scanPaths", [str(home)]))
+    web = data.get("web", {})
+    apps = {app_id: _app_settings(app_id, raw, env) for app_id, raw in data.get("apps", {}).items()}
     return Settings(
         scan_paths=scan_paths,
         platform=platform,
@@ -121,6 +194,13 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         tool_names=data.get("toolNames", "spec"),
         error_style=data.get("errorStyle", "jsonrpc"),
         max_descriptor_bytes=data.get("maxDescriptorBytes", 1024 * 1024),
+        web_allow_http_loopback=web.get("allowHttpLoopback", False),
+        web_allow_private_networks=web.get("allowPrivateNetworks", False),
+        web_cache_ttl_hours=float(web.get("cacheTtlHours", 24)),
+        web_max_response_bytes=web.get("maxResponseBytes", 10 * 1024 * 1024),
+        web_timeout=float(web.get("timeout", 30)),
+        apps=apps,
+        cache_dir=paths.cache_dir(env),
         aai_home=home,
         home=paths.home(env),
         config_file=path if data or path.exists() else None,

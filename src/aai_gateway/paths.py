@@ -36,6 +36,12 @@ def config_file(env: Mapping[str, str]) -> Path:
     return aai_home(env) / "config.json"
 
 
+def cache_dir(env: Mapping[str, str]) -> Path:
+    """`$XDG_CACHE_HOME/aai-gateway`, else `~/.cache/aai-gateway` (web descriptors fetched by web:discover)."""
+    base = env.get("XDG_CACHE_HOME")
+    return (Path(base) if base else home(env) / ".cache") / "aai-gateway"
+
+
 def log_dir(env: Mapping[str, str]) -> Path:
     return aai_home(env) / "logs"
 

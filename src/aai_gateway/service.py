@@ -130,7 +130,8 @@ class Gateway:
             raise InvalidParams(f"args must be an object of named arguments, got {type(args).__name__}")
         self._check_args(tool, args)
         executor = self._executor(binding)
-        timeout = tool.timeout or self.settings.default_timeout
+        app_settings = self.settings.apps.get(app.app_id)
+        timeout = tool.timeout or (app_settings.timeout if app_settings else None) or self.settings.default_timeout
         return await executor.execute(ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=timeout))
 
     def _check_args(self, tool: Tool, args: Mapping[str, Any]) -> None:

@@ -103,3 +103,38 @@ def test_every_config_key_is_documented_in_the_readme() -> None:
     readme = (ROOT / "README.md").read_text("utf-8")
     documented = set(re.findall(r"^\| `([A-Za-z.]+)` \|", readme, re.MULTILINE))
     assert set(known_keys()) <= documented, set(known_keys()) - documented
+
+
+def test_web_and_per_app_settings_with_secrets_from_the_environment(tmp_path: Path) -> None:
+    write_config(
+        tmp_path,
+        {
+            "web": {"allowHttpLoopback": True, "cacheTtlHours": 1},
+            "apps": {"com.example.tasks": {"timeout": 5, "clientId": "cid", "clientSecret": {"$env": "TASKS_SECRET"}}},
+        },
+    )
+    settings = load_settings({"HOME": str(tmp_path), "TASKS_SECRET": "s3cret"})
+    assert settings.web_allow_http_loopback is True
+    assert settings.web_cache_ttl_hours == 1.0
+    assert settings.cache_dir == tmp_path / ".cache" / "aai-gateway"
+    app = settings.apps["com.example.tasks"]
+    assert (app.timeout, app.client_id) == (5.0, "cid")
+    assert app.client_secret is not None
+    assert app.client_secret.reveal() == "s3cret"
+    assert "s3cret" not in repr(settings)
+    with pytest.raises(ConfigError, match="TASKS_SECRET is not set"):
+        load_settings({"HOME": str(tmp_path)})
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"web": {"allowHttpLoopbak": True}}, "key 'web': unknown field 'allowHttpLoopbak'"),
+        ({"apps": {"x.y": {"clientSecret": "plain"}}}, "key 'apps/x.y/clientSecret'"),
+    ],
+)
+def test_bad_nested_keys_are_named(tmp_path: Path, data: object, message: str) -> None:
+    write_config(tmp_path, data)
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"HOME": str(tmp_path)})
+    assert message in str(caught.value)
