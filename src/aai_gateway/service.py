@@ -149,7 +149,7 @@ class Gateway:
         backend = executors.BACKENDS.get(binding.automation)
         executor = self._executors.get(backend) if backend else None
         if executor is None:
-            created = executors.create(binding.automation)
+            created = executors.create(binding.automation, self.settings)
             if created is None or backend is None:
                 why = executors.WHY_NOT.get(binding.automation) or (
                     f"this gateway has no executor for '{binding.automation}' automation"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from importlib import import_module
 
+from aai_gateway.config import Settings
 from aai_gateway.executors.base import Executor, ToolCall
 
 BACKENDS: Mapping[str, str] = {
@@ -23,14 +24,14 @@ WHY_NOT: Mapping[str, str] = {
 }
 
 
-def create(automation: str) -> Executor | None:
+def create(automation: str, settings: Settings) -> Executor | None:
     """A new executor for `automation`, or None when this gateway has none for it."""
     target = BACKENDS.get(automation)
     if target is None:
         return None
     module, _, name = target.partition(":")
     factory = getattr(import_module(module), name)
-    executor: Executor = factory()
+    executor: Executor = factory(settings)
     return executor
 
 

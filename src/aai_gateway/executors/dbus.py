@@ -22,6 +22,7 @@ from dbus_fast.aio import MessageBus
 from dbus_fast.introspection import Node
 
 from aai_gateway import templates
+from aai_gateway.config import Settings
 from aai_gateway.errors import (
     ALL_ERRORS,
     AaiError,
@@ -91,7 +92,7 @@ def target_of(call: ToolCall) -> Target:
 
 
 class DbusExecutor:
-    def __init__(self) -> None:
+    def __init__(self, settings: Settings | None = None) -> None:
         self._buses: dict[str, MessageBus] = {}
         self._connecting = asyncio.Lock()
         self._nodes: dict[tuple[str, str, str], Node | None] = {}
