@@ -113,7 +113,8 @@ class Bus:
         env.pop("DBUS_SYSTEM_BUS_ADDRESS", None)
         return env
 
-    def has_owner(self, name: str) -> bool:
+    def ask_bus(self, member: str, name: str) -> str:
+        """Call one org.freedesktop.DBus method taking a name; its reply as dbus-send prints it."""
         result = subprocess.run(
             [
                 "dbus-send",
@@ -121,34 +122,23 @@ class Bus:
                 "--print-reply",
                 "--dest=org.freedesktop.DBus",
                 "/org/freedesktop/DBus",
-                "org.freedesktop.DBus.NameHasOwner",
+                f"org.freedesktop.DBus.{member}",
                 f"string:{name}",
             ],
             capture_output=True,
             text=True,
             check=True,
         )
-        return "boolean true" in result.stdout
+        return result.stdout
+
+    def has_owner(self, name: str) -> bool:
+        return "boolean true" in self.ask_bus("NameHasOwner", name)
 
     def owner_pid(self, name: str) -> int | None:
         """The process id of the connection owning `name`, if any."""
         if not self.has_owner(name):
             return None
-        result = subprocess.run(
-            [
-                "dbus-send",
-                f"--bus={self.address}",
-                "--print-reply",
-                "--dest=org.freedesktop.DBus",
-                "/org/freedesktop/DBus",
-                "org.freedesktop.DBus.GetConnectionUnixProcessID",
-                f"string:{name}",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return int(result.stdout.split()[-1])
+        return int(self.ask_bus("GetConnectionUnixProcessID", name).split()[-1])
 
     def stop(self) -> None:
         stop(self.proc)

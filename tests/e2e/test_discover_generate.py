@@ -97,30 +97,10 @@ def activation_bus(tmp_path: Path) -> Iterator[tuple[Bus, Path]]:
     try:
         yield session, marker
     finally:
-        pid = _owner_pid(session, "dev.aai.Activated")
+        pid = session.owner_pid("dev.aai.Activated")
         if pid is not None:
             os.kill(pid, signal.SIGTERM)
         session.stop()
-
-
-def _owner_pid(bus: Bus, name: str) -> int | None:
-    if not bus.has_owner(name):
-        return None
-    result = subprocess.run(
-        [
-            "dbus-send",
-            f"--bus={bus.address}",
-            "--print-reply=literal",
-            "--dest=org.freedesktop.DBus",
-            "/org/freedesktop/DBus",
-            "org.freedesktop.DBus.GetConnectionUnixProcessID",
-            f"string:{name}",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(result.stdout.split()[-1])
 
 
 def test_discover_lists_running_and_activatable_services(activation_bus: tuple[Bus, Path], tmp_path: Path) -> None:
