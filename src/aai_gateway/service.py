@@ -22,7 +22,8 @@ from aai_gateway import executors
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Binding, Descriptor, Tool
 from aai_gateway.descriptor.guide import guide
-from aai_gateway.discovery import Registry, scan
+from aai_gateway.discovery import Registry, scan, wellknown
+from aai_gateway.discovery.webapps import WebApps
 from aai_gateway.errors import (
     AaiError,
     AaiJsonInvalid,
@@ -52,6 +53,7 @@ class Gateway:
         self.registry = registry or Registry(scan(settings))
         self._executors: dict[str, Executor] = {}
         self._validators: dict[int, Draft7Validator] = {}
+        self.web_apps = WebApps()
 
     @property
     def platform(self) -> str:
@@ -71,8 +73,22 @@ class Gateway:
             log.info("apps changed: %s; now serving %s", ", ".join(sorted(changed)), ", ".join(after) or "none")
         return changed
 
+    async def discover(self, url: str) -> Descriptor:
+        """web:discover: fetch (or take from the cache) the web app at `url` and remember it by its site."""
+        found = await wellknown.discover(url, self.settings)
+        if self.registry.get(found.descriptor.app_id) is not None:
+            log.warning(
+                "%s claims app id %s, which an installed app has; it is reachable only as %s",
+                found.site.origin,
+                found.descriptor.app_id,
+                found.site.origin,
+            )
+        self.web_apps.add(found)
+        return found.descriptor
+
     def app(self, app_id: str) -> Descriptor:
-        app = self.registry.get(app_id)
+        """An installed app by id, else a discovered web app by id, site URL or host."""
+        app = self.registry.get(app_id) or self._web_app(app_id)
         if app is None:
             broken = self.registry.scan.broken.get(app_id)
             if broken:
@@ -84,11 +100,28 @@ class Gateway:
             raise AppNotFound(self._unknown_app(app_id))
         return app
 
+    def _web_app(self, text: str) -> Descriptor | None:
+        claims = self.web_apps.by_id(text)
+        if len(claims) > 1:
+            sites = ", ".join(a.site.origin for a in claims)
+            raise AppNotFound(f"several web apps claim the id '{text}' ({sites}); name the one meant by its URL")
+        if claims:
+            return claims[0].descriptor
+        found = self.web_apps.lookup(text)
+        return found.descriptor if found else None
+
     def guide(self, app_id: str) -> str:
-        return guide(self.app(app_id), self.platform)
+        return self.guide_of(self.app(app_id))
+
+    def guide_of(self, app: Descriptor) -> str:
+        """The operation guide; a discovered web app's examples name it by its site."""
+        site = self.web_apps.site_of(app)
+        return guide(app, self.platform, site=site.origin if site else None)
 
     def find(self, app_id: str, tool_name: str) -> tuple[Descriptor, Binding, Tool]:
-        app = self.app(app_id)
+        return self._find_tool(self.app(app_id), app_id, tool_name)
+
+    def _find_tool(self, app: Descriptor, app_id: str, tool_name: str) -> tuple[Descriptor, Binding, Tool]:
         found = app.find_tool(self.platform, tool_name)
         if found is None:
             names = [t.name for _, t in app.tools(self.platform)]
@@ -124,8 +157,17 @@ class Gateway:
         log.info("call %s %s %s:%s ok in %.1f ms", call_id, caller.name, app_id, tool_name, _ms(started))
         return result
 
+    async def _resolve(self, app_id: str) -> Descriptor:
+        """`app`, or, for an http(s) URL not discovered yet in this run, web:discover of it (cache first)."""
+        try:
+            return self.app(app_id)
+        except AppNotFound:
+            if not app_id.strip().lower().startswith(("https://", "http://")):
+                raise
+        return await self.discover(app_id)
+
     async def _call(self, app_id: str, tool_name: str, args: Mapping[str, Any]) -> Any:
-        app, binding, tool = self.find(app_id, tool_name)
+        app, binding, tool = self._find_tool(await self._resolve(app_id), app_id, tool_name)
         if not isinstance(args, Mapping):
             raise InvalidParams(f"args must be an object of named arguments, got {type(args).__name__}")
         self._check_args(tool, args)
@@ -169,7 +211,8 @@ class Gateway:
         known = self.registry.scan.apps.get(app_id)
         if known is not None:
             return f"{app_id} has no binding for {self.platform} or web (it has {', '.join(known.bindings)})."
-        return f"no app '{app_id}' is installed; known apps: {', '.join(ids) or 'none'}.{hint}"
+        web = "" if hint else " For a web app, call web:discover with its domain or URL first."
+        return f"no app '{app_id}' is installed; known apps: {', '.join(ids) or 'none'}.{hint}{web}"
 
 
 def _fingerprints(apps: list[Descriptor]) -> dict[str, str]:

@@ -135,8 +135,8 @@ async def test_error_paths_keep_the_gateway_serving(bus: Bus, echo_app: None, tm
         assert (code, kind) == (-32008, "TIMEOUT")
         assert "within 1 s" in detail
 
-        error = await error_of(session, "web:discover", {"url": "example.com"})
-        assert error.code == -32006
+        error = await error_of(session, "web:discover", {"url": "http://example.com"})
+        assert (error.code, error.data["type"]) == (-32004, "PERMISSION_DENIED")
 
         error = await error_of(session, "no-such-tool", {})
         assert error.code == -32003

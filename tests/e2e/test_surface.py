@@ -97,8 +97,8 @@ async def test_strict_names_are_listed_and_both_spellings_are_called(
             assert text_of(result) == "x"
         for direct in ("dev_aai_echo__echo", "dev.aai.echo:echo"):
             assert text_of(await session.call_tool(direct, {"text": "y"})) == "y"
-        error = await error_of(session, "web_discover", {"url": "example.com"})
-        assert error.code == -32006
+        error = await error_of(session, "web_discover", {"url": "http://example.com"})
+        assert error.code == -32004
 
 
 async def test_app_ids_complete_in_the_descriptor_template(connect: Connect, tmp_path: Path) -> None:
@@ -119,7 +119,7 @@ CAUSES: list[tuple[int, str, str, dict[str, Any]]] = [
     (-32002, "APP_NOT_FOUND", "aai:exec", {"app": "no.such.app", "tool": "echo", "args": {}}),
     (-32003, "TOOL_NOT_FOUND", "aai:exec", {"app": "dev.aai.echo", "tool": "nope", "args": {}}),
     (-32005, "INVALID_PARAMS", "aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": 5}}),
-    (-32006, "AUTOMATION_NOT_SUPPORTED", "web:discover", {"url": "example.com"}),
+    (-32004, "PERMISSION_DENIED", "web:discover", {"url": "http://example.com"}),
     (-32007, "AAI_JSON_INVALID", "aai:exec", {"app": "org.example.broken", "tool": "x", "args": {}}),
     (-32007, "AAI_JSON_INVALID", "app:org.example.broken", {}),
     (-32008, "TIMEOUT", "aai:exec", {"app": "dev.aai.echo", "tool": "sleep", "args": {"seconds": 3}}),

@@ -30,8 +30,12 @@ def catalogue_entry(app: Descriptor) -> str:
     return text + " Call to get guide."
 
 
-def guide(app: Descriptor, platform: str) -> str:
-    """The markdown operation guide for the tools `platform` serves."""
+def guide(app: Descriptor, platform: str, *, site: str | None = None) -> str:
+    """The markdown operation guide for the tools `platform` serves.
+
+    `site` is the origin a web app was discovered at: the guide shows it, and its examples name the app
+    by it (seed 004: `aai:exec({app: "https://api.notion.com", ...})`).
+    """
     served = app.served(platform)
     lines = [
         f"# {app.name} Operation Guide",
@@ -41,6 +45,8 @@ def guide(app: Descriptor, platform: str) -> str:
         f"- ID: {app.app_id}",
         f"- Platform: {', '.join(b.platform for b in served) or 'none for ' + platform}",
     ]
+    if site:
+        lines.append(f"- Site: {site}")
     if len(app.names) > 1:
         lines.append(f"- Names: {' | '.join(_name(n.text, n.lang) for n in app.names)}")
     if app.aliases:
@@ -51,7 +57,7 @@ def guide(app: Descriptor, platform: str) -> str:
     lines += [_auth_text(b) for b in served] or ["None."]
     lines += ["", "## Available Operations", ""]
     for binding, tool in app.tools(platform):
-        lines += _operation(app, binding, tool)
+        lines += _operation(site or app.app_id, binding, tool)
     lines += ["---", "", "Use aai:exec tool to execute operations."]
     return "\n".join(lines) + "\n"
 
@@ -71,7 +77,7 @@ def _auth_text(binding: Binding) -> str:
     }.get(kind, "No authentication.")
 
 
-def _operation(app: Descriptor, binding: Binding, tool: Tool) -> list[str]:
+def _operation(app_ref: str, binding: Binding, tool: Tool) -> list[str]:
     lines = [f"### {tool.name}", ""]
     if tool.description:
         lines += [tool.description, ""]
@@ -81,7 +87,7 @@ def _operation(app: Descriptor, binding: Binding, tool: Tool) -> list[str]:
         "",
         "**Example**:",
         "aai:exec({",
-        f'app: "{app.app_id}",',
+        f"app: {json.dumps(app_ref, ensure_ascii=False)},",
         f'tool: "{tool.name}",',
         f"args: {_js(example_args(tool.parameters))}",
         "})",

@@ -15,6 +15,8 @@ from aai_gateway.executors.base import Executor, ToolCall
 BACKENDS: Mapping[str, str] = {
     "dbus": "aai_gateway.executors.dbus:DbusExecutor",
     "ipc": "aai_gateway.executors.dbus:DbusExecutor",
+    "restapi": "aai_gateway.executors.http:HttpExecutor",
+    "http": "aai_gateway.executors.http:HttpExecutor",
 }
 """automation type → "module:class" of its executor."""
 

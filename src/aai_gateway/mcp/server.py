@@ -17,7 +17,7 @@ from mcp.server.models import InitializationOptions
 
 from aai_gateway import __version__
 from aai_gateway.descriptor.guide import catalogue_entry
-from aai_gateway.errors import AaiError, AppNotFound, AutomationNotSupported, InvalidParams, ToolNotFound
+from aai_gateway.errors import AaiError, AppNotFound, InvalidParams, ToolNotFound
 from aai_gateway.mcp.errors import to_mcp, to_result
 from aai_gateway.mcp.names import APP_PREFIX, DISCOVER, EXEC, Names, Target
 from aai_gateway.mcp.notify import Notifier
@@ -149,7 +149,10 @@ class GatewayServer:
             return _result(await self.gateway.call(app, tool, args, caller))
         if target.kind == "direct":
             return _result(await self.gateway.call(target.app_id, target.tool, arguments, caller))
-        raise AutomationNotSupported(f"{DISCOVER} is not available in this version of the gateway")
+        url = arguments.get("url")
+        if not isinstance(url, str) or not url.strip():
+            raise InvalidParams(f"{DISCOVER} needs 'url' as a non-empty string: a web app's domain or URL")
+        return _text(self.gateway.guide_of(await self.gateway.discover(url)))
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
