@@ -317,7 +317,8 @@ async def test_a_discovered_site_cannot_ask_for_other_secrets(tmp_path: Path, si
     doc["appId"] = "com.example.trusted"
     doc["platforms"]["web"]["auth"] = {"type": "api_key", "env_var": "GATEWAY_ONLY_SECRET", "key_name": "X-Key"}
     site.files[WELL_KNOWN] = json.dumps(doc).encode()
-    config = {**LOOPBACK, "apps": {"com.example.trusted": {"apiKey": {"$env": "TRUSTED_KEY"}}}}
+    apps: dict[str, Any] = {"com.example.trusted": {"apiKey": {"$env": "TRUSTED_KEY"}}}
+    config = {**LOOPBACK, "apps": apps}
     home = make_home(tmp_path, config)
     env = {"HOME": str(home), "AAI_PLATFORM": "linux", "GATEWAY_ONLY_SECRET": "env-secret", "TRUSTED_KEY": "trusted"}
     async with stdio_session(env, tmp_path / "stderr.log") as client:
@@ -328,7 +329,7 @@ async def test_a_discovered_site_cannot_ask_for_other_secrets(tmp_path: Path, si
         assert "GATEWAY_ONLY_SECRET" not in error.data["detail"]
     assert not any(hit.startswith("/api/") for hit in site.hits)
 
-    config["apps"][site.url] = {"apiKey": {"$env": "SITE_KEY"}}
+    apps[site.url] = {"apiKey": {"$env": "SITE_KEY"}}
     (home / ".aai" / "config.json").write_text(json.dumps(config))
     async with stdio_session({**env, "SITE_KEY": "for-this-site"}, tmp_path / "stderr.log") as client:
         await discover(client, site.url)
