@@ -9,17 +9,21 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from aai_gateway import __version__, logs, paths
+from aai_gateway.auth.provider import WebAuth, web_auth
 from aai_gateway.config import Settings, load_settings
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_document, load
 from aai_gateway.discovery import Scan, scan
 from aai_gateway.errors import AaiError, ConfigError
 from aai_gateway.service import Caller, Gateway
+
+if TYPE_CHECKING:
+    from aai_gateway.auth.oauth import AuthStatus
 
 log = logging.getLogger("aai_gateway.scan")
 
@@ -336,3 +340,135 @@ def call(ctx: click.Context, app: str, tool: str, args: str) -> None:
     except AaiError as exc:
         _fail(f"{exc} [{exc.code} {exc.type}]", 1)
     click.echo(result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, indent=2))
+
+
+# auth: sign in to web apps, sign out, status. The secret store and OAuth live in aai_gateway.auth.
+
+
+@main.group()
+def auth() -> None:
+    """Sign in to web apps (OAuth 2 with PKCE), sign out, and show the sign-in status."""
+
+
+def _web_auth(settings: Settings, app_id: str) -> WebAuth:
+    found = scan(settings).apps.get(app_id)
+    if found is None:
+        _fail(f"unknown app {app_id!r}: `aai-gateway apps` lists the apps found", 1)
+    web = web_auth(found)
+    if web is None:
+        _fail(f"app {app_id} has no web binding with a base_url and an auth section; there is nothing to sign in to", 1)
+    if web.kind != "oauth2":
+        _fail(f"app {app_id} does not sign in with OAuth 2 (its auth type is {web.kind})", 1)
+    return web
+
+
+def _status_line(status: AuthStatus) -> str:
+    head = f"{status.app_id}  {status.site}  "
+    if not status.signed_in:
+        return head + f"not signed in: run `aai-gateway auth login {status.app_id}`"
+    parts = ["signed in"]
+    left = status.expires_in()
+    if left is None:
+        parts.append("no expiry given")
+    elif left > 0:
+        parts.append(f"access token expires in {round(left)} s")
+    else:
+        parts.append(f"access token expired {round(-left)} s ago")
+    parts.append("refreshable" if status.refreshable else "no refresh token")
+    if status.scope:
+        parts.append(f"scopes: {status.scope}")
+    parts.append(f"store: {status.store}")
+    return head + "; ".join(parts)
+
+
+@auth.command("login")
+@click.argument("app")
+@click.option("--no-browser", is_flag=True, help="Only print the sign-in URL; do not open a browser.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=300,
+    show_default=True,
+    help="Seconds to wait for the browser to come back.",
+)
+@click.pass_context
+def auth_login(ctx: click.Context, app: str, no_browser: bool, timeout: float) -> None:
+    """Sign in to APP in the browser (OAuth 2); the tokens go to the OS keyring.
+
+    The sign-in URL is always printed on stderr; the browser comes back to a listener on
+    127.0.0.1 (apps.<APP>.redirectPort, else a free port). Needs apps.<APP>.clientId in the config.
+    """
+    from aai_gateway.auth import oauth
+
+    settings = _settings(ctx)
+    logs.configure(settings.log_level if ctx.obj.get("log_level") else "warning", settings.aai_home / "logs")
+    web = _web_auth(settings, app)
+
+    def open_browser(url: str) -> None:
+        click.echo(f"Sign in to {app} ({web.site}) with this URL:\n\n  {url}\n", err=True)
+        if not no_browser:
+            import webbrowser
+
+            if not webbrowser.open(url):
+                click.echo("No browser could be opened: open the URL above yourself.", err=True)
+        click.echo(f"Waiting up to {timeout:g} s for the sign-in to finish...", err=True)
+
+    try:
+        tokens = asyncio.run(oauth.login(settings, app, web.site, web.auth, open_browser=open_browser, timeout=timeout))
+    except AaiError as exc:
+        _fail(f"{exc} [{exc.code} {exc.type}]", 1)
+    status = asyncio.run(oauth.status(settings, app, web.site))
+    scopes = f"; scopes: {tokens.scope}" if tokens.scope else ""
+    click.echo(f"Signed in to {web.site} for {app}{scopes}. Tokens stored in: {status.store}")
+
+
+@auth.command("logout")
+@click.argument("app")
+@click.pass_context
+def auth_logout(ctx: click.Context, app: str) -> None:
+    """Sign out of APP: delete its stored tokens."""
+    from aai_gateway.auth import oauth
+
+    settings = _settings(ctx)
+    logs.configure(settings.log_level if ctx.obj.get("log_level") else "warning", settings.aai_home / "logs")
+    web = _web_auth(settings, app)
+    try:
+        removed = asyncio.run(oauth.logout(settings, app, web.site))
+    except AaiError as exc:
+        _fail(f"{exc} [{exc.code} {exc.type}]", 1)
+    if removed:
+        click.echo(f"Signed out of {web.site} for {app}: its tokens are deleted.")
+    else:
+        click.echo(f"Not signed in to {web.site} for {app}; nothing to delete.")
+
+
+@auth.command("status")
+@click.argument("app", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.pass_context
+def auth_status(ctx: click.Context, app: str | None, as_json: bool) -> None:
+    """Show the sign-in status of APP, or of every OAuth 2 app; never a token."""
+    from aai_gateway.auth import oauth
+
+    settings = _settings(ctx)
+    logs.configure(settings.log_level if ctx.obj.get("log_level") else "warning", settings.aai_home / "logs")
+    if app is not None:
+        targets = [_web_auth(settings, app)]
+    else:
+        found = (web_auth(a) for a in scan(settings).apps.values())
+        targets = [w for w in found if w is not None and w.kind == "oauth2"]
+
+    async def gather() -> list[AuthStatus]:
+        return [await oauth.status(settings, w.app_id, w.site) for w in targets]
+
+    try:
+        statuses = asyncio.run(gather())
+    except AaiError as exc:
+        _fail(f"{exc} [{exc.code} {exc.type}]", 1)
+    if as_json:
+        click.echo(json.dumps([s.to_json() for s in statuses], ensure_ascii=False, indent=2))
+        return
+    for status in statuses:
+        click.echo(_status_line(status))
+    if not statuses:
+        click.echo("No app signs in with OAuth 2.")
