@@ -80,12 +80,12 @@ PRIVATE = [
     "fc00::1",
     "fe80::1",
     "::ffff:10.0.0.1",
-    "224.0.0.1",
     "240.0.0.1",
 ]
+NEVER = ["224.0.0.1", "ff02::1"]
 
 
-@pytest.mark.parametrize("address", PUBLIC + LOOPBACK + PRIVATE + UNSPECIFIED)
+@pytest.mark.parametrize("address", PUBLIC + LOOPBACK + PRIVATE + UNSPECIFIED + NEVER)
 @pytest.mark.parametrize(("loopback", "private"), [(False, False), (True, False), (False, True), (True, True)])
 def test_which_addresses_may_be_reached(address: str, loopback: bool, private: bool) -> None:
     reason = refusal(ipaddress.ip_address(address), settings(loopback=loopback, private=private))
@@ -95,6 +95,9 @@ def test_which_addresses_may_be_reached(address: str, loopback: bool, private: b
         assert (reason is None) is loopback
     elif address in PRIVATE:
         assert (reason is None) is private
+    elif address in NEVER:
+        assert reason is not None
+        assert "multicast" in reason
     else:
         assert reason is not None
         assert "unspecified" in reason
@@ -105,7 +108,7 @@ async def test_a_host_is_checked_by_every_address_it_resolves_to() -> None:
     await check_host(split_base("http://localhost:1/"), settings(loopback=True))
     with pytest.raises(ApiRequestFailed, match=r"localhost resolves to .*allowHttpLoopback"):
         await check_host(split_base("https://localhost/"), settings(private=True))
-    with pytest.raises(ApiRequestFailed, match=r"169\.254\.169\.254, a private"):
+    with pytest.raises(ApiRequestFailed, match=r"169\.254\.169\.254, which is a link-local address"):
         await check_host(split_base("https://169.254.169.254/latest/meta-data"), settings(loopback=True))
     with pytest.raises(ApiRequestFailed, match="cannot resolve"):
         await check_host(split_base("https://no-such-host.invalid/"), settings())

@@ -13,9 +13,10 @@ from typing import Any
 import httpx2
 import pytest
 
+from aai_gateway.addresses import address_refusal
 from aai_gateway.config import Settings
 from aai_gateway.discovery import webcache
-from aai_gateway.discovery.sites import Site, address_refusal, belongs, parse_site
+from aai_gateway.discovery.sites import Site, belongs, parse_site
 from aai_gateway.discovery.webapps import WebApps
 from aai_gateway.discovery.wellknown import WebApp, accept, discover
 from aai_gateway.errors import AaiJsonInvalid, ApiRequestFailed, InvalidParams, PermissionDenied

@@ -14,11 +14,11 @@ address). Nothing looser (no "registrable domain" guessing) is accepted.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from aai_gateway.addresses import ip_of as _ip
 from aai_gateway.errors import InvalidParams
 
 DEFAULT_PORTS = {"https": 443, "http": 80}
@@ -26,8 +26,6 @@ WELL_KNOWN = "/.well-known/aai.json"
 
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 _LABEL = re.compile(r"^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$")
-
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,39 +129,3 @@ def belongs(url: object, site: Site) -> bool:
     if other.host == site.host:
         return True
     return not site.is_ip and not other.is_ip and other.host.endswith("." + site.host)
-
-
-def address_refusal(address: str, *, scheme: str, allow_loopback: bool, allow_private: bool) -> str | None:
-    """Why the gateway will not connect to `address` for a `scheme` URL, or None when it may.
-
-    Never: the unspecified address (0.0.0.0, ::, which reach this machine) and multicast. Loopback only
-    with web.allowHttpLoopback (https or http). Plain http only to loopback. Every other address that
-    is not globally routable (private, link-local, shared, reserved, documentation ranges) only with
-    web.allowPrivateNetworks. IPv4 addresses mapped into IPv6 are judged as the IPv4 address.
-    """
-    ip = _ip(address)
-    if ip is None:
-        return "is not an IP address"
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if ip.is_unspecified:
-        return "is the unspecified address, which is never fetched"
-    if ip.is_multicast:
-        return "is a multicast address, which is never fetched"
-    if ip.is_loopback:
-        if allow_loopback:
-            return None
-        return "is a loopback address, refused unless web.allowHttpLoopback is set in config.json"
-    if scheme != "https":
-        return "is not a loopback address, and plain http is allowed only to loopback; use https"
-    if ip.is_global or allow_private:
-        return None
-    kind = "link-local" if ip.is_link_local else "reserved" if ip.is_reserved else "private"
-    return f"is a {kind} address, refused unless web.allowPrivateNetworks is set in config.json"
-
-
-def _ip(text: str) -> IPAddress | None:
-    try:
-        return ipaddress.ip_address(text.split("%", 1)[0])
-    except ValueError:
-        return None

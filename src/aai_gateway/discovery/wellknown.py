@@ -4,7 +4,7 @@ The rules, each refusal an `AaiError` with a plain detail:
 
 - **Input** (`sites.parse_site`): no scheme means https; a bare name is refused (INVALID_PARAMS).
 - **Scheme**: https. Plain http only with `web.allowHttpLoopback`, and only to loopback addresses.
-- **Addresses** (`sites.address_refusal`): the host is resolved with the running loop's getaddrinfo and
+- **Addresses** (`addresses.address_refusal`): the host is resolved with the running loop's getaddrinfo and
   every address must pass, else PERMISSION_DENIED. The connection then goes to the checked address
   (TLS still verifies the certificate for the host name), so a second DNS answer cannot move it.
   Proxies from the environment are not used, since a proxy would resolve the name itself.
@@ -37,11 +37,12 @@ from urllib.parse import urljoin, urlsplit
 import httpx2
 
 from aai_gateway import __version__
+from aai_gateway.addresses import address_refusal
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Binding, Descriptor
 from aai_gateway.descriptor.validate import check_bytes
 from aai_gateway.discovery import webcache
-from aai_gateway.discovery.sites import Site, address_refusal, belongs, parse_site, url_site
+from aai_gateway.discovery.sites import Site, belongs, parse_site, url_site
 from aai_gateway.errors import AaiJsonInvalid, ApiRequestFailed, AppNotFound, PermissionDenied
 
 log = logging.getLogger(__name__)

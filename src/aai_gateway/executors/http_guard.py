@@ -13,6 +13,7 @@ import asyncio
 import ipaddress
 import socket
 
+from aai_gateway.addresses import address_refusal
 from aai_gateway.config import Settings
 from aai_gateway.errors import ApiRequestFailed
 from aai_gateway.executors.http_request import Base
@@ -40,18 +41,13 @@ def is_loopback_host(host: str) -> bool:
 
 
 def refusal(address: Address, settings: Settings) -> str | None:
-    """Why `address` may not be reached under `settings`, or None when it may."""
-    ip = _plain(address)
-    if ip.is_unspecified:
-        return "the unspecified address, which is never reached"
-    if ip.is_loopback:
-        allowed = settings.web_allow_http_loopback
-        return None if allowed else "a loopback address (allowed when web.allowHttpLoopback is set)"
-    if ip.is_global and not ip.is_multicast:
-        return None
-    if settings.web_allow_private_networks:
-        return None
-    return "a private, link-local or reserved address (allowed when web.allowPrivateNetworks is set)"
+    """Why `address` may not be reached under `settings`, or None when it may (the scheme is checked apart)."""
+    return address_refusal(
+        str(address),
+        scheme="https",
+        allow_loopback=settings.web_allow_http_loopback,
+        allow_private=settings.web_allow_private_networks,
+    )
 
 
 async def check_host(base: Base, settings: Settings) -> None:
@@ -65,7 +61,7 @@ async def check_host(base: Base, settings: Settings) -> None:
         address = ipaddress.ip_address(str(sockaddr[0]).partition("%")[0])
         reason = refusal(address, settings)
         if reason:
-            raise ApiRequestFailed(f"{base.host} resolves to {address}, {reason}")
+            raise ApiRequestFailed(f"{base.host} resolves to {address}, which {reason}")
 
 
 def _plain(address: Address) -> Address:
