@@ -18,7 +18,7 @@ from aai_gateway.auth.provider import WebAuth, web_auth
 from aai_gateway.config import Settings, load_settings
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_document, load
-from aai_gateway.discovery import Scan, scan
+from aai_gateway.discovery import Scan, openapi, scan
 from aai_gateway.errors import AaiError, ConfigError
 from aai_gateway.service import Caller, Gateway
 
@@ -58,7 +58,10 @@ def _settings(ctx: click.Context) -> Settings:
     "--discover", "mode", flag_value="discover", help="List the DBus session bus's services and their interfaces."
 )
 @click.option(
-    "--generate", "bus_name", metavar="BUS_NAME", help="Write an aai.json from a DBus service's introspection."
+    "--generate",
+    "bus_name",
+    metavar="BUS_NAME|OPENAPI",
+    help="Write an aai.json from a DBus service's introspection, or from an OpenAPI 3 file or http(s) URL.",
 )
 @click.option(
     "--format",
@@ -115,7 +118,10 @@ def main(
     if bus_name is not None:
         if mode is not None:
             _fail(f"--generate cannot be combined with --{mode}")
-        _generate(_settings(ctx), bus_name, fmt, out, app_id)
+        if openapi.is_source(bus_name, Path(bus_name).is_file()):
+            _generate_openapi(_settings(ctx), bus_name, out, app_id)
+        else:
+            _generate(_settings(ctx), bus_name, fmt, out, app_id)
     elif mode == "mcp":
         _serve_mcp(_settings(ctx))
     elif mode == "web":
@@ -218,8 +224,16 @@ def _generate(settings: Settings, bus_name: str, fmt: str, out: Path | None, app
         generated = generate.generate(bus_name, tree.objects, fmt=fmt, app_id=app_id)
     except (AaiError, ValueError) as exc:
         _fail(str(exc), 1)
-    text = json.dumps(generated.document, ensure_ascii=False, indent=2) + "\n"
-    errors = [p for p in check_document(generated.document, str(out or "-")).problems if p.severity == "error"]
+    _write_generated(generated.document, out)
+    for note in (*generated.notes, *([tree.error] if tree.error else [])):
+        click.echo(f"note: {note}", err=True)
+    where = f"wrote {out}" if out else "generated"
+    click.echo(f"{where}: {generated.app_id}, {generated.tool_count} tools from {bus_name}", err=True)
+
+
+def _write_generated(document: dict[str, Any], out: Path | None) -> None:
+    text = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    errors = [p for p in check_document(document, str(out or "-")).problems if p.severity == "error"]
     if errors:
         _fail("the generated descriptor is invalid (a bug):\n" + "\n".join(str(p) for p in errors), 1)
     if out is None:
@@ -230,10 +244,24 @@ def _generate(settings: Settings, bus_name: str, fmt: str, out: Path | None, app
             out.write_text(text, encoding="utf-8")
         except OSError as exc:
             _fail(f"cannot write {out}: {exc.strerror or exc}", 1)
-    for note in (*generated.notes, *([tree.error] if tree.error else [])):
+
+
+def _generate_openapi(settings: Settings, source: str, out: Path | None, app_id: str | None) -> None:
+    """--generate with an OpenAPI 3 document (JSON): a file, or an http(s) URL fetched like web:discover."""
+    is_url = not Path(source).is_file()
+    try:
+        data = asyncio.run(openapi.fetch(source, settings)) if is_url else Path(source).read_bytes()
+        spec = openapi.parse(data, source)
+        generated = openapi.generate(spec, source_url=source if is_url else None, app_id=app_id)
+    except OSError as exc:
+        _fail(f"cannot read {source}: {exc.strerror or exc}", 1)
+    except (AaiError, ValueError) as exc:
+        _fail(str(exc), 1)
+    _write_generated(generated.document, out)
+    for note in generated.notes:
         click.echo(f"note: {note}", err=True)
     where = f"wrote {out}" if out else "generated"
-    click.echo(f"{where}: {generated.app_id}, {generated.tool_count} tools from {bus_name}", err=True)
+    click.echo(f"{where}: {generated.app_id}, {generated.tool_count} tools from {source}", err=True)
 
 
 def _descriptor_files(path: Path) -> Iterator[Path]:

@@ -13,6 +13,11 @@ request's raw path is recorded, so a test can prove that nothing outside /v1 was
                                      default 1) on the first request per ?key and 200 afterwards
     GET    /v1/slow?seconds=         answers after that many seconds
     GET    /v1/big?bytes=&chunked=   that many bytes of JSON, with or without a Content-Length
+    GET    /v1/drop?length=          starts a response (with a Content-Length if ?length=true) and closes
+                                     the connection after 10 bytes of its body
+    GET    /v1/flood?bytes=&length=  that many bytes, made as they are sent until the client goes away,
+                                     with a Content-Length if ?length=true
+    GET    /v1/flood-sent            how many bytes each /v1/flood request sent
     GET    /v1/redirect-away         302 to another host
     GET    /v1/redirect-outside      302 to /secret, outside /v1
     *      /v1/redirect-inside       307 to /v1/echo?redirected=1
@@ -21,6 +26,7 @@ request's raw path is recorded, so a test can prove that nothing outside /v1 was
     *      /v1/secure/bearer         needs Authorization: Bearer $REST_BEARER_TOKEN, then echoes
     GET    /v1/seen                  every raw path requested so far
     GET    /secret                   outside the API; no test may ever reach it
+    GET    /v1/openapi.json          rest_server.openapi.json, an OpenAPI 3 document of a few endpoints
 
 Run it as ``python tests/apps/rest_server.py``.
 """
@@ -31,6 +37,7 @@ import os
 import socket
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -127,6 +134,43 @@ async def big(request: Request) -> Response:
     return Response(payload, media_type="application/json")
 
 
+class Dropped(Exception):
+    """Raised mid-body: uvicorn then closes the connection without finishing the response."""
+
+
+async def drop(request: Request) -> Response:
+    headers = {"Content-Length": "1000"} if request.query_params.get("length") == "true" else {}
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"data": "'
+        raise Dropped("the test API drops this connection on purpose")
+
+    return StreamingResponse(chunks(), media_type="application/json", headers=headers)
+
+
+flood_sent: list[int] = []
+
+
+async def flood(request: Request) -> Response:
+    size = int(request.query_params.get("bytes", str(50 * 1024 * 1024)))
+    headers = {"Content-Length": str(size)} if request.query_params.get("length") == "true" else {}
+    flood_sent.append(0)
+    index = len(flood_sent) - 1
+    block = b"x" * 65536
+
+    async def chunks() -> AsyncIterator[bytes]:
+        while flood_sent[index] < size and not await request.is_disconnected():
+            piece = block[: size - flood_sent[index]]
+            flood_sent[index] += len(piece)
+            yield piece
+
+    return StreamingResponse(chunks(), media_type="application/json", headers=headers)
+
+
+async def flood_sent_bytes(request: Request) -> Response:
+    return JSONResponse(flood_sent)
+
+
 def guarded(check: Callable[[Request], str | None]) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         given = check(request)
@@ -160,6 +204,10 @@ async def secret(request: Request) -> Response:
     return PlainTextResponse("outside the API")
 
 
+async def openapi(request: Request) -> Response:
+    return Response((Path(__file__).parent / "rest_server.openapi.json").read_bytes(), media_type="application/json")
+
+
 def app() -> Callable[[Any, Any, Any], Awaitable[None]]:
     routes = [
         Route("/v1/tasks", list_tasks, methods=["GET"]),
@@ -170,6 +218,9 @@ def app() -> Callable[[Any, Any, Any], Awaitable[None]]:
         Route("/v1/status/{code:int}", status, methods=ANY),
         Route("/v1/slow", slow, methods=["GET", "POST"]),
         Route("/v1/big", big, methods=["GET"]),
+        Route("/v1/drop", drop, methods=["GET"]),
+        Route("/v1/flood", flood, methods=["GET"]),
+        Route("/v1/flood-sent", flood_sent_bytes, methods=["GET"]),
         Route("/v1/redirect-away", lambda r: RedirectResponse("http://example.invalid/v1/echo", 302)),
         Route("/v1/redirect-outside", lambda r: RedirectResponse("/secret", 302)),
         Route("/v1/redirect-inside", lambda r: RedirectResponse("/v1/echo?redirected=1", 307), methods=ANY),
@@ -178,6 +229,7 @@ def app() -> Callable[[Any, Any, Any], Awaitable[None]]:
         Route("/v1/secure/bearer", guarded(bearer), methods=ANY),
         Route("/v1/seen", seen_paths),
         Route("/secret", secret, methods=ANY),
+        Route("/v1/openapi.json", openapi),
     ]
     starlette = Starlette(routes=routes)
 
@@ -192,6 +244,7 @@ def app() -> Callable[[Any, Any, Any], Awaitable[None]]:
 async def serve() -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no Nagle delay on kept-alive connections
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app(), log_level="warning", lifespan="off", timeout_graceful_shutdown=1))

@@ -310,6 +310,73 @@ async def test_responses_over_the_cap_are_refused(home: Home) -> None:
             )
 
 
+FAULT_TOOLS = [
+    {
+        "name": "drop",
+        "description": "A response whose connection is closed part way through its body",
+        "parameters": {"type": "object", "properties": {"length": {"type": "boolean"}}},
+        "endpoint": "/drop",
+        "method": "GET",
+        "query_params": {"length": "${length}"},
+    },
+    {
+        "name": "flood",
+        "description": "A response of that many bytes, made as it is sent",
+        "parameters": {"type": "object", "properties": {"bytes": {"type": "integer"}, "length": {"type": "boolean"}}},
+        "endpoint": "/flood",
+        "method": "GET",
+        "query_params": {"bytes": "${bytes}", "length": "${length}"},
+    },
+]
+
+
+def with_fault_tools(home: Home, app: str) -> str:
+    """Add the tools for the fault endpoints to an installed shape-A descriptor."""
+    target = home.aai / app / "aai.json"
+    doc = json.loads(target.read_text())
+    doc["platforms"]["web"]["tools"] += FAULT_TOOLS
+    target.write_text(json.dumps(doc, ensure_ascii=False, indent=2))
+    return app
+
+
+async def test_dropped_connections_fail_the_call_and_the_gateway_keeps_serving(home: Home) -> None:
+    app = with_fault_tools(home, home.install(SHAPE_A))
+    async with gateway(home) as session:
+        for length in (True, False):
+            code, kind, detail = await fail(session, app, "drop", length=length)
+            assert (code, kind) == (-32013, "API_REQUEST_FAILED")
+            assert detail.startswith(f"GET /v1/drop could not reach {home.server.url}: "), detail
+            if length:
+                assert detail.endswith(
+                    "peer closed connection without sending complete message body (received 10 bytes, expected 1000)"
+                ), detail
+            else:
+                assert "peer closed connection without sending complete message body" in detail, detail
+            assert await run(session, app, "slow", seconds=0) == {"slept": True}
+        assert await run(session, app, "create_task", title="after the drops") == {
+            "id": "t1",
+            "title": "after the drops",
+            "tags": [],
+            "done": False,
+        }
+
+
+async def test_a_50_mb_response_is_refused_without_reading_it_all(home: Home) -> None:
+    app = with_fault_tools(home, home.install(SHAPE_A))
+    huge = 50 * 1024 * 1024
+    async with gateway(home) as session:
+        for length in (True, False):
+            code, kind, detail = await fail(session, app, "flood", bytes=huge, length=length)
+            assert (code, kind) == (-32013, "API_REQUEST_FAILED")
+            assert detail == f"GET /v1/flood answered with more than {CAP} bytes, the most a response may have " + (
+                "(web.maxResponseBytes)"
+            )
+        assert await run(session, app, "slow", seconds=0) == {"slept": True}
+    sent = httpx2.get(f"{home.server.url}/v1/flood-sent").json()
+    assert len(sent) == 2
+    assert all(count < huge for count in sent), sent
+
+
 async def test_destinations_outside_the_rules_are_refused(home: Home) -> None:
     home.config = {}
     plain = home.install(SHAPE_A, "dev.aai.plain")
@@ -321,8 +388,8 @@ async def test_destinations_outside_the_rules_are_refused(home: Home) -> None:
         code, _, detail = await fail(session, private, "list_tasks")
         assert code == -32013
         assert detail == (
-            "10.255.255.1 resolves to 10.255.255.1, a private, link-local or reserved address "
-            "(allowed when web.allowPrivateNetworks is set)"
+            "10.255.255.1 resolves to 10.255.255.1, which is a private address, refused unless "
+            "web.allowPrivateNetworks is set in config.json"
         )
 
 
