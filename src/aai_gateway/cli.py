@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -379,10 +380,21 @@ def auth() -> None:
 
 
 def _web_auth(settings: Settings, app_id: str) -> WebAuth:
+    """An installed app by id, or a web app by the site URL it was discovered at (its settings are keyed
+    by that site, as the gateway keys them when it calls the app)."""
     found = scan(settings).apps.get(app_id)
-    if found is None:
-        _fail(f"unknown app {app_id!r}: `aai-gateway apps` lists the apps found", 1)
-    web = web_auth(found)
+    if found is None and app_id.startswith(("https://", "http://")):
+        try:
+            found = asyncio.run(Gateway(settings).discover(app_id))
+        except AaiError as exc:
+            _fail(f"cannot discover {app_id}: {exc}", 1)
+        web = web_auth(found)
+        if web is not None:
+            web = replace(web, app_id=app_id.rstrip("/"))
+    elif found is None:
+        _fail(f"unknown app {app_id!r}: `aai-gateway apps` lists the apps found, or give a web app's site URL", 1)
+    else:
+        web = web_auth(found)
     if web is None:
         _fail(f"app {app_id} has no web binding with a base_url and an auth section; there is nothing to sign in to", 1)
     if web.kind != "oauth2":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,6 +19,7 @@ from mcp import ClientSession
 
 from aai_gateway import executors
 from tests.e2e.mcp_client import error_of, stdio_session, text_of
+from tests.support import gateway_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -337,3 +339,30 @@ async def test_a_discovered_site_cannot_ask_for_other_secrets(tmp_path: Path, si
             text_of(await client.call_tool("aai:exec", {"app": site.url, "tool": "echo", "args": {"text": "hi"}}))
         )
         assert result["query"] == {"text": "hi"}
+
+
+def test_auth_commands_take_a_discovered_site(tmp_path: Path, sites: list[SiteServer]) -> None:
+    """`aai-gateway auth ... <site URL>` finds the web app by discovering the site (sign-in needs OAuth 2)."""
+    site = start_site(sites)
+    site.files[WELL_KNOWN] = descriptor(f"{site.url}/api")
+    home = make_home(tmp_path, LOOPBACK)
+    done = subprocess.run(
+        [gateway_command(), "auth", "status", site.url],
+        capture_output=True,
+        text=True,
+        env={"HOME": str(home), "AAI_PLATFORM": "linux", "PATH": "/usr/bin:/bin"},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "has no web binding with a base_url and an auth section" in done.stderr or "OAuth 2" in done.stderr
+    assert WELL_KNOWN in site.hits
+    unknown = subprocess.run(
+        [gateway_command(), "auth", "status", "no.such.app"],
+        capture_output=True,
+        text=True,
+        env={"HOME": str(home), "AAI_PLATFORM": "linux", "PATH": "/usr/bin:/bin"},
+        timeout=60,
+        check=False,
+    )
+    assert "or give a web app's site URL" in unknown.stderr
