@@ -10,13 +10,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from aai_gateway.descriptor.formats.common import make_tool, pipe_names
+from aai_gateway.descriptor.formats.common import ENVELOPE, make_tool, pipe_names
 from aai_gateway.descriptor.formats.single import build
 from aai_gateway.descriptor.model import Descriptor, Name, Tool
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
-EXECUTION_TYPES = {"http": "http", "dbus": "dbus", "com": "com", "apple-events": "apple-events", "ipc": "ipc"}
+EXECUTION_TYPES = {"http": "http", "dbus": "dbus", "com": "com-ipc", "apple-events": "apple-events"}
+"""C's named execution types; `ipc` means the platform's envelope (see `ENVELOPE`)."""
 
 RENAMED = {"object_path": "object", "input_schema": "parameters"}
 
@@ -48,7 +49,7 @@ def tool_from(raw: Mapping[str, Any]) -> Tool:
 def automation_for(platform: str, execution_type: str | None) -> str:
     if execution_type in EXECUTION_TYPES:
         return EXECUTION_TYPES[execution_type]
-    return "http" if platform == "web" else "ipc"
+    return "http" if platform == "web" else ENVELOPE.get(platform, "ipc")
 
 
 def normalise(doc: Mapping[str, Any], source: str = "") -> Descriptor:

@@ -9,6 +9,9 @@ from aai_gateway.descriptor.model import Name, Tool
 
 TOOL_FIELDS = frozenset({"name", "description", "parameters", "returns", "timeout"})
 
+ENVELOPE = {"linux": "ipc", "macos": "apple-events", "windows": "com-ipc"}
+"""Shapes B and C send one JSON envelope per call; what carries it depends on the platform."""
+
 
 def pipe_names(text: str) -> tuple[Name, ...]:
     """ "Reminders|提醒事项|Rappels" → three names, the first the primary one."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aai_gateway.descriptor.formats.common import make_tool, pipe_names
+from aai_gateway.descriptor.formats.common import ENVELOPE, make_tool, pipe_names
 from aai_gateway.descriptor.model import Binding, Descriptor, Name, Tool
 
 
@@ -13,7 +13,7 @@ def automation_for(platform: str, execution_type: str | None) -> str:
     """B names only `ipc` or `http`; the model names what actually runs."""
     if platform == "web" or execution_type == "http":
         return "http"
-    return "ipc"
+    return ENVELOPE.get(platform, "ipc")
 
 
 def tool_from(raw: Mapping[str, Any]) -> Tool:
