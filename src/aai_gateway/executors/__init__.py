@@ -17,6 +17,11 @@ BACKENDS: Mapping[str, str] = {
     "ipc": "aai_gateway.executors.dbus:DbusExecutor",
     "restapi": "aai_gateway.executors.http:HttpExecutor",
     "http": "aai_gateway.executors.http:HttpExecutor",
+    "applescript": "aai_gateway.executors.osascript:OsascriptExecutor",
+    "jxa": "aai_gateway.executors.osascript:OsascriptExecutor",
+    "apple-events": "aai_gateway.executors.osascript:OsascriptExecutor",
+    "com": "aai_gateway.executors.com:ComExecutor",
+    "com-ipc": "aai_gateway.executors.com:ComExecutor",
 }
 """automation type → "module:class" of its executor."""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,15 +23,14 @@ from dbus_fast.introspection import Node
 from aai_gateway import templates
 from aai_gateway.config import Settings
 from aai_gateway.errors import (
-    ALL_ERRORS,
     AaiError,
     AppNotRunning,
     AutomationFailed,
-    AutomationNotSupported,
     InvalidParams,
     PermissionDenied,
     Timeout,
 )
+from aai_gateway.executors import envelope
 from aai_gateway.executors.base import ToolCall
 from aai_gateway.executors.dbus_types import from_dbus, guess_signature, signature_types, to_dbus
 
@@ -98,8 +96,6 @@ class DbusExecutor:
         self._nodes: dict[tuple[str, str, str], Node | None] = {}
 
     async def execute(self, call: ToolCall) -> Any:
-        if call.binding.automation == "ipc" and call.binding.platform != "linux":
-            raise AutomationNotSupported(f"the ipc envelope of {call.binding.platform} is not sent over DBus")
         target = target_of(call)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + call.timeout
@@ -139,13 +135,7 @@ class DbusExecutor:
             )
 
         if call.binding.automation == "ipc":
-            request = {
-                "version": "1.0",
-                "tool": call.tool.name,
-                "params": dict(call.args),
-                "request_id": uuid.uuid4().hex,
-            }
-            return message(target.interface, target.member, "s", [json.dumps(request, ensure_ascii=False)])
+            return message(target.interface, target.member, "s", [envelope.request(call)])
         if target.property:
             if target.access == "get":
                 return message(PROPERTIES, "Get", "ss", [target.interface, target.property])
@@ -342,27 +332,6 @@ def parse_output(body: list[Any], parser: str | None, target: Target) -> Any:
     return value
 
 
-ERRORS_BY_TYPE = {e.type: e for e in ALL_ERRORS}
-ERRORS_BY_CODE = {e.code: e for e in ALL_ERRORS}
-
-
 def parse_envelope(body: list[Any], target: Target) -> Any:
     """`{status, result | error}` from an app's com.aai.Executor.Execute; its error keeps the app's code."""
-    try:
-        response = json.loads(body[0]) if body and isinstance(body[0], str) else None
-    except json.JSONDecodeError:
-        response = None
-    if not isinstance(response, dict) or "status" not in response:
-        raise AutomationFailed(f"{target} did not answer with a JSON envelope {{status, result | error}}")
-    if response["status"] != "error":
-        return response.get("result")
-    error = response.get("error")
-    if not isinstance(error, dict):
-        return _envelope_error(None, None, str(error or "the app reported an error"))
-    return _envelope_error(error.get("type"), error.get("code"), str(error.get("message") or error))
-
-
-def _envelope_error(kind: Any, code: Any, message: str) -> Any:
-    cls = ERRORS_BY_TYPE.get(kind) if isinstance(kind, str) else None
-    cls = cls or (ERRORS_BY_CODE.get(code) if isinstance(code, int) else None) or AutomationFailed
-    raise cls(message)
+    return envelope.response(body[0] if body else None, str(target))
