@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aai_gateway import templates
-from aai_gateway.errors import AaiError, AaiJsonInvalid, InvalidParams
+from aai_gateway.errors import AaiError, AaiJsonInvalid, AutomationFailed, InvalidParams
 from aai_gateway.executors.com_errors import NoMember, Site, from_exception
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -134,7 +134,7 @@ def run(
         target: Any = None
         if action.object is not None:
             target, origin = variables[action.object]
-        site = Site(origin, action.where, action.object or "", action.member or "")
+        site = Site(origin, action.where, action.object or "", action.member or "", len(action.args))
         try:
             if action.kind == "return":
                 return variables[action.var][0] if action.var else _render(action.value, values, action)
@@ -174,7 +174,9 @@ def _call(target: Any, action: Action, args: list[Any]) -> Any:
     if not callable(member):
         # pywin32's dynamic dispatch may hand back a method without parameters as its value already.
         if args:
-            raise AaiJsonInvalid(f"{action.where}: '{action.member}' is a property, not a method that takes arguments")
+            raise AutomationFailed(
+                f"{action.where}: '{action.member}' is a property, not a method that takes arguments"
+            )
         return member
     return member(*args)
 

@@ -75,6 +75,8 @@ class Site:
     where: str
     object: str = ""
     member: str = ""
+    arguments: int = 0
+    """How many arguments the call passed (COM counts a bad argument from the last one)."""
 
 
 def unsigned(hresult: int) -> int:
@@ -87,7 +89,7 @@ def from_com_error(args: Sequence[Any], site: Site) -> AaiError:
     hresult = unsigned(args[0]) if args and isinstance(args[0], int) else 0
     text = str(args[1]) if len(args) > 1 and args[1] else "no description"
     info = args[2] if len(args) > 2 and isinstance(args[2], tuple) else ()
-    argerror = args[3] if len(args) > 3 else None
+    argerror = args[3] if len(args) > 3 and isinstance(args[3], int) else None
     rule = RULES.get(hresult)
     if rule is None:
         return AutomationFailed(f"{site.where}: COM error 0x{hresult:08X}: {text}")
@@ -101,7 +103,7 @@ def from_com_error(args: Sequence[Any], site: Site) -> AaiError:
         member=site.member,
         source=source,
         description=str(description).strip(),
-        argument="?" if argerror is None else int(argerror) + 1,
+        argument=site.arguments - argerror if argerror is not None and 0 <= argerror < site.arguments else "?",
     )
     if scode is not None and hresult == 0x80020009:
         detail += f" (0x{unsigned(scode):08X})"

@@ -257,7 +257,7 @@ class Errors(ComObject):
             info = (0, "Test.Errors", "The operation failed on purpose.", None, 0, signed(E_FAIL))
             raise error(hresult, "Exception occurred.", info)
         if hresult == DISP_E_TYPEMISMATCH:
-            raise error(hresult, "Type mismatch.", None, 1)
+            raise error(hresult, "Type mismatch.", None, 0)  # an index into the arguments, counted from the last
         raise error(hresult, f"Raised 0x{hresult:08X} on request.")
 
     def fail(self, text: str) -> None:
