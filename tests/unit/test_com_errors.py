@@ -194,4 +194,4 @@ async def test_calls_to_different_apps_run_side_by_side(world: Any) -> None:
     assert not first.done()
     assert not second.done()
     world.RELEASE.set()
-    assert await asyncio.gather(first, second) == ["released", "released"]
+    assert list(await asyncio.gather(first, second)) == ["released", "released"]
