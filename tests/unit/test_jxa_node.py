@@ -132,13 +132,13 @@ def check_positions(values: Mapping[str, Any]) -> None:
     assert not [r for r in ran.records if r.get("target", "").startswith("Application.currentApplication")]
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=110, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(TEXT, TEXT, TEXT, TEXT)
 def test_values_arrive_byte_identical_in_every_position(a: str, b: str, c: str, d: str) -> None:
     check_positions({"a": a, "b": b, "c": c, "d": d})
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=90, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(TEXT, max_size=8))
 def test_lists_of_arbitrary_text_arrive_item_by_item(items: list[str]) -> None:
     check_positions({"a": "", "b": "", "c": "", "d": "", "items": items})
