@@ -130,6 +130,11 @@ async def test_an_app_error_in_the_envelope_keeps_its_type(log: Path, monkeypatc
         ('execution error: Can’t get application "Nope". (-1728)', AppNotFound, "Nope"),
         ("0:41: syntax error: Expected end of line but found identifier. (-2741)", ScriptParseError, "characters 0:41"),
         ("12:18: syntax error: A unknown token can’t go after this identifier. (-2740)", ScriptParseError, "token"),
+        (
+            "12:20: syntax error: Error on line 1: SyntaxError: Unexpected token ')' (-2700)",
+            ScriptParseError,
+            "Unexpected token",
+        ),
         ("execution error: User canceled. (-128)", PermissionDenied, "cancelled"),
         ("execution error: Mail got an error: Can’t get mailbox 3. (-1728)", AutomationFailed, "mailbox 3"),
         ("execution error: Error: Error: Can't get object. (-1728)", AutomationFailed, "Can't get object"),

@@ -56,10 +56,12 @@ def translate(stderr: str, exit_code: int, what: str) -> AaiError:
     if prefix and prefix.group(1):
         message += f" (characters {prefix.group(1)}:{prefix.group(2)} of the script osascript was given)"
     message = message or f"osascript exited with {exit_code}"
+    if "Can’t get application" in message or "Can't get application" in message:
+        return AppNotFound(f"{what}: no such application is installed: {message}")
     if number in ERRORS:
         cls, meaning = ERRORS[number]
         return cls(f"{what}: {meaning}: {message} ({number})")
-    if "Can’t get application" in message or "Can't get application" in message:
-        return AppNotFound(f"{what}: no such application is installed: {message}")
+    if prefix and prefix.group(0).endswith("syntax error: "):
+        return ScriptParseError(f"{what}: the tool's script template does not compile: {message}")
     suffix = f" ({number})" if number is not None else ""
     return AutomationFailed(f"{what} failed: {message}{suffix}")
