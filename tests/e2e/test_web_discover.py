@@ -17,7 +17,6 @@ import mcp_types as types
 import pytest
 from mcp import ClientSession
 
-from aai_gateway import executors
 from tests.e2e.mcp_client import error_of, stdio_session, text_of
 from tests.support import gateway_command
 
@@ -25,8 +24,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 WELL_KNOWN = "/.well-known/aai.json"
 APP_ID = "dev.aai.webecho"
-REST_EXECUTOR = "restapi" in executors.BACKENDS
-"""The REST executor is written separately; until it is registered, exec stops at AUTOMATION_NOT_SUPPORTED."""
 
 
 class SiteServer:
@@ -160,15 +157,10 @@ async def discover(client: ClientSession, url: str) -> str:
 
 
 async def exec_reaches_the_app(client: ClientSession, app: str) -> None:
-    """`aai:exec` with `app` finds the discovered app: a real result with the REST executor, else the
-    error of the missing executor, never APP_NOT_FOUND."""
+    """`aai:exec` with `app` finds the discovered app and runs the tool against the site's API."""
     arguments = {"app": app, "tool": "echo", "args": {"text": "hi"}}
-    if REST_EXECUTOR:
-        result = json.loads(text_of(await client.call_tool("aai:exec", arguments)))
-        assert result["query"] == {"text": "hi"}, result
-        return
-    error = await error_of(client, "aai:exec", arguments)
-    assert (error.code, error.data["type"]) == (-32006, "AUTOMATION_NOT_SUPPORTED"), error
+    result = json.loads(text_of(await client.call_tool("aai:exec", arguments)))
+    assert result["query"] == {"text": "hi"}, result
 
 
 async def test_discover_returns_the_guide_caches_it_and_exec_reaches_the_app(
