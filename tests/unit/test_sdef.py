@@ -88,14 +88,14 @@ def test_includes_are_not_followed_but_noted(jotter: Dictionary) -> None:
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("malformed.sdef", "malformed.sdef: 7:4: not well-formed XML (mismatched tag)"),
-        ("entities.sdef", "entities.sdef: 4:16: declares an XML entity, which an sdef may not do"),
+        ("malformed.sdef", "7:4: not well-formed XML (mismatched tag)"),
+        ("entities.sdef", "4:16: declares an XML entity, which an sdef may not do"),
     ],
 )
 def test_bad_files_name_the_place(name: str, message: str) -> None:
     with pytest.raises(sdef.SdefError) as caught:
         read(name)
-    assert str(caught.value) == f"{SDEFS}/{message}"
+    assert str(caught.value) == f"{SDEFS / name}: {message}"
 
 
 @pytest.mark.parametrize(
@@ -484,4 +484,4 @@ def test_is_source(text: str, expected: bool) -> None:
 
 def test_checked_in_files_are_ours() -> None:
     for path in Path(SDEFS).glob("*.sdef"):
-        assert "Written for aai-gateway's tests" in path.read_text(), path
+        assert "Written for aai-gateway's tests" in path.read_text(encoding="utf-8"), path
