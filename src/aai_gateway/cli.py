@@ -19,7 +19,7 @@ from aai_gateway.auth.provider import WebAuth, web_auth
 from aai_gateway.config import Settings, load_settings
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_document, load
-from aai_gateway.discovery import Scan, openapi, scan
+from aai_gateway.discovery import Scan, openapi, scan, sdef
 from aai_gateway.errors import AaiError, ConfigError
 from aai_gateway.service import Caller, Gateway
 
@@ -56,13 +56,17 @@ def _settings(ctx: click.Context) -> Settings:
 @click.option("--web", "mode", flag_value="web", help="Serve MCP over streamable HTTP at /mcp (httpHost:httpPort).")
 @click.option("--scan", "mode", flag_value="scan", help="List discovered apps and every problem found.")
 @click.option(
-    "--discover", "mode", flag_value="discover", help="List the DBus session bus's services and their interfaces."
+    "--discover",
+    "mode",
+    flag_value="discover",
+    help="List apps with automation: DBus services (Linux), scriptable apps (macOS), COM servers (Windows).",
 )
 @click.option(
     "--generate",
     "bus_name",
-    metavar="BUS_NAME|OPENAPI",
-    help="Write an aai.json from a DBus service's introspection, or from an OpenAPI 3 file or http(s) URL.",
+    metavar="BUS_NAME|OPENAPI|SDEF|APP",
+    help="Write an aai.json from a DBus service's introspection, an OpenAPI 3 file or http(s) URL, "
+    "or a macOS scripting definition (an .sdef file or an .app bundle).",
 )
 @click.option(
     "--format",
@@ -70,10 +74,10 @@ def _settings(ctx: click.Context) -> Settings:
     type=click.Choice(["a", "c"]),
     default="a",
     show_default=True,
-    help="With --generate: a = multi-platform (platforms.linux), c = camelCase (execution.type dbus).",
+    help="With --generate: a = multi-platform (platforms.linux), c = camelCase (execution.type dbus); sdef: a only.",
 )
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), help="With --generate: the file to write.")
-@click.option("--app-id", help="With --generate: the appId (default: from the bus name).")
+@click.option("--app-id", help="With --generate: the appId (default: from the bus name or bundle id).")
 @click.option("--json", "as_json", is_flag=True, help="With --discover: print JSON.")
 @click.option("--host", help="With --web: the address to listen on (overrides httpHost).")
 @click.option("--port", type=click.IntRange(0, 65535), help="With --web: the port (overrides httpPort; 0 picks one).")
@@ -119,7 +123,9 @@ def main(
     if bus_name is not None:
         if mode is not None:
             _fail(f"--generate cannot be combined with --{mode}")
-        if openapi.is_source(bus_name, Path(bus_name).is_file()):
+        if sdef.is_source(bus_name):
+            _generate_sdef(bus_name, fmt, out, app_id)
+        elif openapi.is_source(bus_name, Path(bus_name).is_file()):
             _generate_openapi(_settings(ctx), bus_name, out, app_id)
         else:
             _generate(_settings(ctx), bus_name, fmt, out, app_id)
@@ -196,14 +202,21 @@ def _print_problems(result: Scan) -> None:
 def _linux_only(settings: Settings, what: str) -> None:
     if settings.platform != "linux":
         _fail(
-            f"{what} works with DBus on Linux only, and this platform is {settings.platform}; finding scriptable "
-            "macOS apps (sdef) and Windows COM servers is not available yet",
+            f"{what} works with DBus on Linux only, and this platform is {settings.platform}; for a macOS app, "
+            "give its .sdef file or its .app bundle",
             1,
         )
 
 
 def _discover(settings: Settings, as_json: bool) -> None:
-    _linux_only(settings, "--discover")
+    if settings.platform == "macos":
+        _discover_macos(settings, as_json)
+        return
+    if settings.platform == "windows":
+        _discover_windows(settings, as_json)
+        return
+    if settings.platform != "linux":
+        _fail(f"--discover finds apps on linux, macos and windows; this platform is {settings.platform}", 1)
     from aai_gateway.discovery import dbus_services
 
     try:
@@ -230,6 +243,55 @@ def _generate(settings: Settings, bus_name: str, fmt: str, out: Path | None, app
         click.echo(f"note: {note}", err=True)
     where = f"wrote {out}" if out else "generated"
     click.echo(f"{where}: {generated.app_id}, {generated.tool_count} tools from {bus_name}", err=True)
+
+
+def _discover_macos(settings: Settings, as_json: bool) -> None:
+    from aai_gateway.discovery import scriptable
+
+    folders = scriptable.roots(settings.home)
+    apps, problems = scriptable.find_apps(folders, scan(settings).apps.values())
+    if as_json:
+        for problem in problems:
+            click.echo(f"note: {problem}", err=True)
+        click.echo(json.dumps([a.to_json() for a in apps], ensure_ascii=False, indent=2))
+    else:
+        click.echo("\n".join(scriptable.report(apps, folders, problems)))
+
+
+def _discover_windows(settings: Settings, as_json: bool) -> None:
+    from aai_gateway.discovery import com_servers
+
+    try:
+        servers = com_servers.find_servers(com_servers.WinRegistry(), scan(settings).apps.values())
+    except AaiError as exc:
+        _fail(f"--discover on windows: {exc.detail}; run it on Windows", 1)
+    if as_json:
+        click.echo(json.dumps([s.to_json() for s in servers], ensure_ascii=False, indent=2))
+    else:
+        click.echo("\n".join(com_servers.report(servers)))
+
+
+def _generate_sdef(source: str, fmt: str, out: Path | None, app_id: str | None) -> None:
+    """--generate with a macOS scripting definition: an .sdef file, or an .app bundle's own."""
+    from aai_gateway.discovery import scriptable
+
+    try:
+        found = scriptable.definition(Path(source))
+        generated = sdef.generate(
+            sdef.parse(found.data, found.source),
+            source=found.source,
+            bundle_id=found.bundle_id,
+            app_name=found.name,
+            app_id=app_id,
+            fmt=fmt,
+        )
+    except ValueError as exc:
+        _fail(str(exc), 1)
+    _write_generated(generated.document, out)
+    for note in generated.notes:
+        click.echo(f"note: {note}", err=True)
+    written = f"wrote {out}" if out else "generated"
+    click.echo(f"{written}: {generated.app_id}, {generated.tool_count} tools from {found.source}", err=True)
 
 
 def _write_generated(document: dict[str, Any], out: Path | None) -> None:
