@@ -1,0 +1,62 @@
+"""One call as the history keeps it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+Status = Literal["ok", "error"]
+STATUSES: tuple[Status, ...] = ("ok", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A finished call: arguments, result excerpt and error detail are already redacted."""
+
+    call_id: str
+    time: datetime
+    """When the call started, in UTC."""
+    caller: str
+    transport: str
+    app: str
+    tool: str
+    args: Any
+    status: Status
+    duration_ms: float
+    error_code: int | None = None
+    error_type: str | None = None
+    error_detail: str | None = None
+    result: str | None = None
+    """The result as JSON text, cut to an excerpt; None for a failed call."""
+    result_truncated: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        error = None
+        if self.status == "error":
+            error = {"code": self.error_code, "type": self.error_type, "detail": self.error_detail}
+        return {
+            "id": self.call_id,
+            "time": iso(self.time),
+            "caller": self.caller,
+            "transport": self.transport,
+            "app": self.app,
+            "tool": self.tool,
+            "args": self.args,
+            "status": self.status,
+            "error": error,
+            "durationMs": round(self.duration_ms, 3),
+            "result": self.result,
+            "resultTruncated": self.result_truncated,
+        }
+
+
+def iso(moment: datetime) -> str:
+    """UTC with milliseconds, one fixed width, so that stored times sort and compare as text."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+def now() -> datetime:
+    return datetime.now(UTC)

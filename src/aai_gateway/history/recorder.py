@@ -1,0 +1,164 @@
+"""From a call's outcome to a redacted `Record` in the store, committed before the result goes back."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from aai_gateway.config import Settings
+from aai_gateway.descriptor import Tool
+from aai_gateway.errors import AaiError
+from aai_gateway.history.record import Record, now
+from aai_gateway.history.redact import Redactor, shorten
+from aai_gateway.history.store import HistoryStore
+
+log = logging.getLogger(__name__)
+
+EXCERPT_CHARS = 2048
+MAX_DETAIL = 4000
+MAX_NAME = 200
+MAX_PARSED = 1_000_000
+"""A string result up to this size that holds a JSON object or array is redacted as that JSON."""
+
+Find = Callable[[str, str], tuple[Any, Any, Tool]]
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    call_id: str
+    caller: str
+    transport: str
+    app: str
+    tool: str
+    args: Any
+    time: datetime = field(default_factory=now)
+
+
+class Recorder:
+    """Builds and writes the history record of each call. A history that cannot be written is logged
+    and the call goes on: losing the record is better than failing the user's operation."""
+
+    def __init__(self, store: HistoryStore, redactor: Redactor, find: Find) -> None:
+        self.store = store
+        self.redactor = redactor
+        self._find = find
+        self._failing = False
+
+    def begin(self, call_id: str, *, caller: str, transport: str, app: str, tool: str, args: Any) -> Pending:
+        return Pending(call_id, caller[:MAX_NAME], transport, app, tool, args)
+
+    async def ok(self, pending: Pending, result: Any, duration_ms: float) -> None:
+        try:
+            tool = self._tool(pending)
+            args, redactor = self._args(pending, tool)
+            text, truncated = excerpt(self._result(redactor, result, tool.returns if tool else None))
+            record = self._record(pending, args, "ok", duration_ms, result=text, result_truncated=truncated)
+        except Exception:
+            log.exception("cannot record call %s in the history", pending.call_id)
+            return
+        await self._write(record)
+
+    async def failed(self, pending: Pending, error: AaiError, duration_ms: float) -> None:
+        try:
+            record = self._error(pending, duration_ms, error.code, error.type, error.detail)
+        except Exception:
+            log.exception("cannot record call %s in the history", pending.call_id)
+            return
+        await self._write(record)
+
+    def cancelled(self, pending: Pending, duration_ms: float) -> None:
+        """A call given up by its caller: queued without waiting, since the waiting task is being cancelled."""
+        try:
+            detail = "the caller cancelled the call before it ended"
+            record = self._error(pending, duration_ms, None, "CANCELLED", detail)
+        except Exception:
+            log.exception("cannot record call %s in the history", pending.call_id)
+            return
+        self.store.submit(record).add_done_callback(lambda done: self._check(done.exception()))
+
+    def _error(self, pending: Pending, duration_ms: float, code: int | None, kind: str, detail: str) -> Record:
+        args, redactor = self._args(pending, self._tool(pending))
+        text = shorten(redactor.text(detail), MAX_DETAIL)
+        return self._record(pending, args, "error", duration_ms, error_code=code, error_type=kind, error_detail=text)
+
+    def _args(self, pending: Pending, tool: Tool | None) -> tuple[Any, Redactor]:
+        """The redacted arguments, and a redactor that also cuts the values it masked out of other text
+        (an app echoing a password in its result or error)."""
+        hidden: list[str] = []
+        args = self.redactor.value(pending.args, tool.parameters if tool else None, hidden=hidden)
+        return args, self.redactor.also(hidden) if hidden else self.redactor
+
+    def _record(self, pending: Pending, args: Any, status: Any, duration_ms: float, **more: Any) -> Record:
+        return Record(
+            call_id=pending.call_id,
+            time=pending.time,
+            caller=pending.caller,
+            transport=pending.transport,
+            app=pending.app,
+            tool=pending.tool,
+            args=args,
+            status=status,
+            duration_ms=duration_ms,
+            **more,
+        )
+
+    @staticmethod
+    def _result(redactor: Redactor, result: Any, schema: Mapping[str, Any] | None) -> Any:
+        if isinstance(result, str) and len(result) <= MAX_PARSED and result.lstrip()[:1] in ("{", "["):
+            try:
+                parsed = json.loads(result)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict | list):
+                redacted = redactor.value(parsed, schema, max_string=EXCERPT_CHARS)
+                return json.dumps(redacted, ensure_ascii=False) if redacted != parsed else redactor.text(result)
+        return redactor.value(result, schema, max_string=EXCERPT_CHARS)
+
+    def _tool(self, pending: Pending) -> Tool | None:
+        """The tool called, for the schema that marks sensitive fields; None when the call never found it."""
+        try:
+            return self._find(pending.app, pending.tool)[2]
+        except Exception:
+            return None
+
+    async def _write(self, record: Record) -> None:
+        try:
+            await self.store.write(record)
+        except Exception as exc:
+            self._check(exc)
+        else:
+            self._check(None)
+
+    def _check(self, error: BaseException | None) -> None:
+        """Warn once when the history stops being written, and once when it works again."""
+        if error is not None and not self._failing:
+            log.warning("the call history is not being written: %s", error)
+        elif error is None and self._failing:
+            log.warning("the call history is being written again")
+        self._failing = error is not None
+
+
+def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> tuple[str, bool]:
+    """The JSON text of `value`, cut after `limit` characters without encoding the rest."""
+    parts: list[str] = []
+    size = 0
+    for chunk in json.JSONEncoder(ensure_ascii=False, default=str).iterencode(value):
+        parts.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return "".join(parts)[:limit], True
+    return "".join(parts), False
+
+
+def known_secrets(settings: Settings) -> list[str]:
+    """Secret values of the config (client secrets, API keys), to cut out of anything recorded."""
+    found = []
+    for app in settings.apps.values():
+        for secret in (app.client_secret, app.api_key):
+            if secret is not None:
+                found.append(secret.reveal())
+    return found

@@ -1,0 +1,400 @@
+"""The call history in SQLite: `<AAI home>/history.db`, WAL mode, one writer thread, readers of their own.
+
+The writer takes records from a queue and commits whatever has queued up in one transaction, so
+that a burst of calls costs one commit, not one each; `write` returns once its record is committed.
+With WAL and `synchronous=NORMAL` a commit survives the process being killed (it is in the WAL
+file); a power cut may lose the last commits but never corrupts the database. Records older than
+the retention period are deleted when the writer starts and every hour after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import logging
+import os
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, InvalidStateError
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from aai_gateway.history.record import STATUSES, Record, iso, now
+
+log = logging.getLogger(__name__)
+
+HISTORY_FILE = "history.db"
+SCHEMA_VERSION = 1
+PURGE_EVERY = 3600.0
+MAX_BATCH = 1000
+BUSY_TIMEOUT_MS = 5000
+SCHEMA = (
+    """CREATE TABLE calls (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        time TEXT NOT NULL,
+        caller TEXT NOT NULL,
+        transport TEXT NOT NULL,
+        app TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        args TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'error')),
+        error_code INTEGER,
+        error_type TEXT,
+        error_detail TEXT,
+        duration_ms REAL NOT NULL,
+        result TEXT,
+        result_truncated INTEGER NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX calls_time ON calls (time)",
+    "CREATE INDEX calls_app_time ON calls (app, time)",
+    "CREATE INDEX calls_caller_time ON calls (caller, time)",
+)
+COLUMNS = (
+    "id, time, caller, transport, app, tool, args, status, error_code, error_type, error_detail, duration_ms, "
+    "result, result_truncated"
+)
+INSERT = f"INSERT OR IGNORE INTO calls ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"  # noqa: S608
+
+
+class HistoryUnavailable(Exception):
+    """The history database cannot be opened, written or read."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    kind: str
+    """"record", "barrier" (done when everything queued before it is), "purge" or "stop"."""
+    done: Future[Any]
+    record: Record | None = None
+
+
+class HistoryStore:
+    """Records calls and answers queries. Nothing is opened until the first write, `start` or query."""
+
+    def __init__(self, path: Path, retention_days: float = 30.0) -> None:
+        self.path = path
+        self.retention_days = retention_days
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    # Writing
+
+    def start(self) -> None:
+        """Open (creating it if needed) and purge now rather than on the first write."""
+        self._submit("barrier").result()
+
+    def submit(self, record: Record) -> Future[None]:
+        """Queue `record`; the future is done once it is committed (or has an exception if it could not be)."""
+        return self._submit("record", record)
+
+    async def write(self, record: Record) -> None:
+        """Commit `record` and return; the writer thread does the work, the event loop only waits."""
+        await asyncio.wrap_future(self.submit(record))
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every record submitted so far is committed."""
+        self._submit("barrier").result(timeout)
+
+    def purge(self) -> int:
+        """Delete records older than the retention period now; return how many."""
+        deleted: int = self._submit("purge").result()
+        return deleted
+
+    def close(self, timeout: float = 10) -> None:
+        """Commit what is queued and stop the writer; a later write starts it again."""
+        with self._lock:
+            thread = self._thread
+            if thread is None:
+                return
+            self._jobs.put(_Job("stop", Future()))
+            thread.join(timeout)
+            self._thread = None
+            atexit.unregister(self.close)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    def _submit(self, kind: str, record: Record | None = None) -> Future[Any]:
+        job = _Job(kind, Future(), record)
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="aai-history", daemon=True)
+                self._thread.start()
+                atexit.register(self.close)
+            self._jobs.put(job)
+        return job.done
+
+    def _run(self) -> None:
+        conn: sqlite3.Connection | None = None
+        next_purge = 0.0
+        while True:
+            wait = None if conn is None else max(0.0, next_purge - time.monotonic())
+            try:
+                batch = [self._jobs.get(timeout=wait)]
+            except queue.Empty:
+                assert conn is not None
+                self._purge_quietly(conn)
+                next_purge = time.monotonic() + PURGE_EVERY
+                continue
+            while len(batch) < MAX_BATCH:
+                try:
+                    batch.append(self._jobs.get_nowait())
+                except queue.Empty:
+                    break
+            if conn is None:
+                try:
+                    conn = self._open()
+                except (sqlite3.Error, OSError, HistoryUnavailable) as exc:
+                    log.error("call history unavailable: %s", exc)
+                    failure = exc if isinstance(exc, HistoryUnavailable) else HistoryUnavailable(str(exc))
+                    for job in batch:
+                        _settle(job.done, None if job.kind == "stop" else failure)
+                    if any(job.kind == "stop" for job in batch):
+                        return
+                    continue
+                self._purge_quietly(conn)
+                next_purge = time.monotonic() + PURGE_EVERY
+            conn = self._commit(conn, batch)
+            if any(job.kind == "stop" for job in batch):
+                if conn is not None:
+                    conn.close()
+                return
+
+    def _commit(self, conn: sqlite3.Connection, batch: list[_Job]) -> sqlite3.Connection | None:
+        """Insert the batch's records in one transaction, then answer every job of the batch."""
+        records = [job.record for job in batch if job.record is not None]
+        failure: HistoryUnavailable | None = None
+        if records:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.executemany(INSERT, [_row(r) for r in records])
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                log.error("could not write %d call record(s) to %s: %s", len(records), self.path, exc)
+                failure = HistoryUnavailable(str(exc))
+        for job in batch:
+            if job.kind == "record":
+                _settle(job.done, failure)
+            elif job.kind == "purge" and failure is None:
+                try:
+                    _settle(job.done, value=self._purge(conn))
+                except sqlite3.Error as exc:
+                    _settle(job.done, HistoryUnavailable(str(exc)))
+            else:
+                _settle(job.done, failure if job.kind == "purge" else None)
+        if failure is not None:
+            conn.close()
+            return None
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():
+            # The history holds what agents did with the user's apps: readable by the user alone.
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                log.warning("%s: SQLite refused WAL mode (%s); history writes may wait for readers", self.path, mode)
+            conn.execute("PRAGMA synchronous = NORMAL")
+            _migrate(conn, self.path)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _purge(self, conn: sqlite3.Connection) -> int:
+        cutoff = iso(now() - timedelta(days=self.retention_days))
+        deleted = conn.execute("DELETE FROM calls WHERE time < ?", (cutoff,)).rowcount
+        if deleted:
+            log.info("deleted %d call record(s) older than %g days from the history", deleted, self.retention_days)
+        return deleted
+
+    def _purge_quietly(self, conn: sqlite3.Connection) -> None:
+        try:
+            self._purge(conn)
+        except sqlite3.Error as exc:
+            log.warning("could not delete old call records from %s: %s", self.path, exc)
+
+    # Reading: each query has its own connection, apart from the writer's.
+
+    def query(
+        self,
+        *,
+        app: str | None = None,
+        tool: str | None = None,
+        status: str | None = None,
+        caller: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = 100,
+        offset: int = 0,
+    ) -> list[Record]:
+        """Records matching every filter given, newest first; `since` and `until` are inclusive."""
+        where, params = _where(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be 0 or more, got {limit}")
+        if offset < 0:
+            raise ValueError(f"offset must be 0 or more, got {offset}")
+        sql = f"SELECT {COLUMNS} FROM calls{where} ORDER BY time DESC, seq DESC LIMIT ? OFFSET ?"  # noqa: S608
+        with self._reader() as conn:
+            if conn is None:
+                return []
+            rows = conn.execute(sql, [*params, -1 if limit is None else limit, offset]).fetchall()
+        return [_record(row) for row in rows]
+
+    def count(
+        self,
+        *,
+        app: str | None = None,
+        tool: str | None = None,
+        status: str | None = None,
+        caller: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> int:
+        where, params = _where(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
+        with self._reader() as conn:
+            if conn is None:
+                return 0
+            found: int = conn.execute(f"SELECT count(*) FROM calls{where}", params).fetchone()[0]  # noqa: S608
+        return found
+
+    def get(self, call_id: str) -> Record | None:
+        with self._reader() as conn:
+            if conn is None:
+                return None
+            row = conn.execute(f"SELECT {COLUMNS} FROM calls WHERE id = ?", (call_id,)).fetchone()  # noqa: S608
+        return None if row is None else _record(row)
+
+    @contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection | None]:
+        """A read-only connection, or None while there is no history yet."""
+        if not self.path.exists():
+            yield None
+            return
+        try:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000)
+        except sqlite3.Error as exc:
+            raise HistoryUnavailable(f"cannot open {self.path}: {exc}") from exc
+        try:
+            conn.execute("PRAGMA query_only = ON")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise HistoryUnavailable(_newer(self.path, version))
+            yield conn if version else None
+        except sqlite3.Error as exc:
+            raise HistoryUnavailable(f"cannot read {self.path}: {exc}") from exc
+        finally:
+            conn.close()
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise HistoryUnavailable(_newer(path, version))
+        if version == 0:
+            for statement in SCHEMA:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _newer(path: Path, version: int) -> str:
+    return f"{path} holds call history schema {version}, newer than this aai-gateway reads ({SCHEMA_VERSION})"
+
+
+def _where(
+    *,
+    app: str | None,
+    tool: str | None,
+    status: str | None,
+    caller: str | None,
+    since: datetime | None,
+    until: datetime | None,
+) -> tuple[str, list[Any]]:
+    if status is not None and status not in STATUSES:
+        raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
+    clauses: list[str] = []
+    params: list[Any] = []
+    for column, value in (("app", app), ("tool", tool), ("status", status), ("caller", caller)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if since is not None:
+        clauses.append("time >= ?")
+        params.append(iso(since))
+    if until is not None:
+        clauses.append("time <= ?")
+        params.append(iso(until))
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def _row(record: Record) -> tuple[Any, ...]:
+    return (
+        record.call_id,
+        iso(record.time),
+        record.caller,
+        record.transport,
+        record.app,
+        record.tool,
+        json.dumps(record.args, ensure_ascii=False, default=str),
+        record.status,
+        record.error_code,
+        record.error_type,
+        record.error_detail,
+        record.duration_ms,
+        record.result,
+        int(record.result_truncated),
+    )
+
+
+def _record(row: tuple[Any, ...]) -> Record:
+    (call_id, at, caller, transport, app, tool, args, status, code, kind, detail, duration, result, truncated) = row
+    return Record(
+        call_id=call_id,
+        time=datetime.fromisoformat(at),
+        caller=caller,
+        transport=transport,
+        app=app,
+        tool=tool,
+        args=json.loads(args),
+        status=status,
+        duration_ms=duration,
+        error_code=code,
+        error_type=kind,
+        error_detail=detail,
+        result=result,
+        result_truncated=bool(truncated),
+    )
+
+
+def _settle(done: Future[Any], error: BaseException | None = None, value: Any = None) -> None:
+    """Finish a future unless its waiter gave up (a cancelled call): the record is written either way."""
+    try:
+        if error is None:
+            done.set_result(value)
+        else:
+            done.set_exception(error)
+    except InvalidStateError:
+        pass

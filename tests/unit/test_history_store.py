@@ -1,0 +1,251 @@
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import stat
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aai_gateway.history import HistoryStore, HistoryUnavailable, Record, parse_time
+from aai_gateway.history import store as store_module
+from aai_gateway.history.store import SCHEMA_VERSION
+from tests.support import wait_until
+
+T0 = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def make(call_id: str, at: datetime = T0, **changes: Any) -> Record:
+    fields: dict[str, Any] = {
+        "call_id": call_id,
+        "time": at,
+        "caller": "claude-code",
+        "transport": "stdio",
+        "app": "dev.aai.echo",
+        "tool": "echo",
+        "args": {"text": "hi"},
+        "status": "ok",
+        "duration_ms": 1.25,
+        "result": '"hi"',
+    }
+    fields.update(changes)
+    return Record(**fields)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[HistoryStore]:
+    history = HistoryStore(tmp_path / "aai" / "history.db", retention_days=36500)
+    try:
+        yield history
+    finally:
+        history.close()
+
+
+def test_created_on_first_use_in_wal_mode_with_a_schema_version(store: HistoryStore) -> None:
+    assert not store.path.exists()
+    assert store.query() == []
+    assert store.count() == 0
+    assert store.get("nope") is None
+    assert not store.path.exists(), "reading must not create the database"
+    store.start()
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    with sqlite3.connect(store.path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "calls" in tables
+
+
+def test_round_trip(store: HistoryStore) -> None:
+    ok = make("a1", args={"text": "héllo", "n": [1, 2.5, None, True]}, result='{"x": 1}', result_truncated=True)
+    failed = make(
+        "b2",
+        at=T0 + timedelta(seconds=1),
+        status="error",
+        error_code=-32005,
+        error_type="INVALID_PARAMS",
+        error_detail="args.text: required",
+        result=None,
+    )
+    asyncio.run(store.write(ok))
+    store.submit(failed).result(10)
+    assert store.get("a1") == ok
+    assert store.get("b2") == failed
+    assert store.get("b2") is not None
+    assert failed.to_json() == {
+        "id": "b2",
+        "time": "2030-05-01T12:00:01.000+00:00",
+        "caller": "claude-code",
+        "transport": "stdio",
+        "app": "dev.aai.echo",
+        "tool": "echo",
+        "args": {"text": "hi"},
+        "status": "error",
+        "error": {"code": -32005, "type": "INVALID_PARAMS", "detail": "args.text: required"},
+        "durationMs": 1.25,
+        "result": None,
+        "resultTruncated": False,
+    }
+    assert ok.to_json()["error"] is None
+
+
+def test_filters_and_order(store: HistoryStore) -> None:
+    records = [
+        make("r0", T0, app="a", tool="x", caller="c1"),
+        make("r1", T0 + timedelta(minutes=1), app="a", tool="y", caller="c2", status="error", result=None),
+        make("r2", T0 + timedelta(minutes=2), app="b", tool="x", caller="c1"),
+        make("r3", T0 + timedelta(minutes=3), app="b", tool="y", caller="c2", status="error", result=None),
+        make("r4", T0 + timedelta(minutes=3), app="a", tool="x", caller="c1"),
+    ]
+    for record in records:
+        store.submit(record)
+    store.flush(10)
+
+    def ids(**filters: Any) -> list[str]:
+        return [r.call_id for r in store.query(**filters)]
+
+    assert ids() == ["r4", "r3", "r2", "r1", "r0"], "newest first; same time: later write first"
+    assert ids(app="a") == ["r4", "r1", "r0"]
+    assert ids(app="a", tool="x") == ["r4", "r0"]
+    assert ids(status="error") == ["r3", "r1"]
+    assert ids(caller="c1", status="ok") == ["r4", "r2", "r0"]
+    assert ids(since=T0 + timedelta(minutes=2)) == ["r4", "r3", "r2"]
+    assert ids(until=T0 + timedelta(minutes=1)) == ["r1", "r0"]
+    assert ids(since=T0 + timedelta(minutes=1), until=T0 + timedelta(minutes=2)) == ["r2", "r1"]
+    assert ids(since=T0.astimezone(timezone(timedelta(hours=2))) + timedelta(minutes=2)) == ["r4", "r3", "r2"]
+    assert ids(since=T0.replace(tzinfo=None) + timedelta(minutes=3)) == ["r4", "r3"], "naive means UTC"
+    assert ids(limit=2) == ["r4", "r3"]
+    assert ids(limit=2, offset=2) == ["r2", "r1"]
+    assert ids(limit=None, offset=4) == ["r0"]
+    assert ids(app="nope") == []
+    assert store.count() == 5
+    assert store.count(app="b", status="error") == 1
+    assert store.count(since=T0 + timedelta(minutes=3)) == 2
+    with pytest.raises(ValueError, match="status must be one of ok, error"):
+        store.query(status="failed")
+    with pytest.raises(ValueError, match="limit"):
+        store.query(limit=-1)
+
+
+def test_retention_deletes_old_records_at_start_and_on_purge(tmp_path: Path) -> None:
+    path = tmp_path / "history.db"
+    now = datetime.now(UTC)
+    keep_all = HistoryStore(path, retention_days=36500)
+    keep_all.submit(make("old", now - timedelta(days=31)))
+    keep_all.submit(make("edge", now - timedelta(days=29)))
+    keep_all.submit(make("new", now))
+    keep_all.close()
+    assert HistoryStore(path).count() == 3
+
+    thirty = HistoryStore(path, retention_days=30)
+    thirty.start()
+    assert [r.call_id for r in thirty.query()] == ["new", "edge"]
+    thirty.submit(make("stale", now - timedelta(days=40)))
+    thirty.flush(10)
+    assert thirty.count() == 3, "a write does not purge by itself"
+    assert thirty.purge() == 1
+    assert [r.call_id for r in thirty.query()] == ["new", "edge"]
+    thirty.close()
+
+    short = HistoryStore(path, retention_days=0.5)
+    short.start()
+    assert short.purge() == 0, "start purged already"
+    assert [r.call_id for r in short.query()] == ["new"]
+    short.close()
+
+
+def test_old_records_are_purged_periodically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "PURGE_EVERY", 0.05)
+    history = HistoryStore(tmp_path / "history.db", retention_days=1)
+    try:
+        history.start()
+        history.submit(make("aged", datetime.now(UTC) - timedelta(days=2))).result(10)
+        history.submit(make("fresh", datetime.now(UTC))).result(10)
+        wait_until(lambda: history.count() == 1, 30, "the periodic purge")
+        assert [r.call_id for r in history.query()] == ["fresh"]
+    finally:
+        history.close()
+
+
+def test_a_newer_schema_is_refused_for_writing_and_reading(tmp_path: Path) -> None:
+    path = tmp_path / "history.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    store = HistoryStore(path)
+    with pytest.raises(HistoryUnavailable, match="schema 99, newer"):
+        store.start()
+    with pytest.raises(HistoryUnavailable, match="schema 99, newer"):
+        store.submit(make("x")).result(10)
+    with pytest.raises(HistoryUnavailable, match="schema 99"):
+        store.query()
+    store.close()
+
+
+def test_an_unwritable_place_fails_each_write_without_stopping_the_writer(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    store = HistoryStore(blocker / "history.db")
+    with pytest.raises(HistoryUnavailable):
+        store.submit(make("x")).result(10)
+    with pytest.raises(HistoryUnavailable):
+        store.submit(make("y")).result(10)
+    store.close()
+
+
+def test_writes_from_many_threads_are_all_kept(store: HistoryStore) -> None:
+    def writer(n: int) -> None:
+        futures = [store.submit(make(f"t{n}-{i}", T0 + timedelta(milliseconds=i))) for i in range(50)]
+        for future in futures:
+            future.result(30)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert store.count() == 1000
+    assert len({r.call_id for r in store.query(limit=None)}) == 1000
+
+
+def test_closed_store_starts_again_and_reads_while_writing(store: HistoryStore) -> None:
+    store.submit(make("before")).result(10)
+    store.close()
+    store.close()
+    store.submit(make("after")).result(10)
+    assert [r.call_id for r in store.query()] == ["after", "before"]
+
+
+def test_values_that_are_not_json_are_kept_as_text(store: HistoryStore) -> None:
+    store.submit(make("odd", args={"when": T0, "raw": b"\x00"})).result(10)
+    found = store.get("odd")
+    assert found is not None
+    assert found.args == {"when": "2030-05-01 12:00:00+00:00", "raw": "b'\\x00'"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2030-05-01", datetime(2030, 5, 1, tzinfo=UTC)),
+        ("2030-05-01T14:30", datetime(2030, 5, 1, 14, 30, tzinfo=UTC)),
+        ("2030-05-01T14:30Z", datetime(2030, 5, 1, 14, 30, tzinfo=UTC)),
+        ("2030-05-01T14:30:00+02:00", datetime(2030, 5, 1, 12, 30, tzinfo=UTC)),
+        ("30m", T0 - timedelta(minutes=30)),
+        ("2h", T0 - timedelta(hours=2)),
+        ("7d", T0 - timedelta(days=7)),
+        ("1w", T0 - timedelta(weeks=1)),
+        ("90s", T0 - timedelta(seconds=90)),
+        (" 1.5H ", T0 - timedelta(minutes=90)),
+    ],
+)
+def test_parse_time(text: str, expected: datetime) -> None:
+    assert parse_time(text, now=T0) == expected
+
+
+@pytest.mark.parametrize("text", ["yesterday", "", "5 parsecs", "2030-13-01", "-2h", "99999999999999d"])
+def test_parse_time_refuses(text: str) -> None:
+    with pytest.raises(ValueError, match=r"expected an ISO date|reaches back"):
+        parse_time(text, now=T0)
