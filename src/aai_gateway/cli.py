@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -21,6 +22,7 @@ from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_document, load
 from aai_gateway.discovery import Scan, openapi, scan, sdef
 from aai_gateway.errors import AaiError, ConfigError
+from aai_gateway.history import HISTORY_FILE, STATUSES, HistoryStore, HistoryUnavailable, Record, parse_time
 from aai_gateway.service import Caller, Gateway
 
 if TYPE_CHECKING:
@@ -154,6 +156,7 @@ def _serve_mcp(settings: Settings) -> None:
     gateway = Gateway(settings)
     for problem in gateway.registry.scan.problems:
         log.warning("%s", problem)
+    _open_history(gateway)
     serve_stdio(gateway)
 
 
@@ -168,7 +171,16 @@ def _serve_web(settings: Settings) -> None:
     gateway = Gateway(settings)
     for problem in gateway.registry.scan.problems:
         log.warning("%s", problem)
+    _open_history(gateway)
     serve_http(gateway, sock)
+
+
+def _open_history(gateway: Gateway) -> None:
+    """Create the history database and delete expired records now, not on the first call."""
+    try:
+        gateway.history.start()
+    except HistoryUnavailable as exc:
+        log.warning("calls will not be recorded: %s", exc)
 
 
 def _print_scan(settings: Settings) -> None:
@@ -431,6 +443,135 @@ def call(ctx: click.Context, app: str, tool: str, args: str) -> None:
     except AaiError as exc:
         _fail(f"{exc} [{exc.code} {exc.type}]", 1)
     click.echo(result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, indent=2))
+
+
+# history: the calls the gateway ran, from the SQLite store in the AAI home.
+
+
+class _Time(click.ParamType[datetime]):
+    name = "TIME"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        try:
+            return parse_time(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def _history_store(ctx: click.Context) -> HistoryStore:
+    settings = _settings(ctx)
+    return HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
+
+
+@main.group(invoke_without_command=True)
+@click.option("--app", help="Only calls to this app id.")
+@click.option("--tool", help="Only calls of this tool.")
+@click.option("--status", type=click.Choice(STATUSES), help="Only calls that succeeded, or that failed.")
+@click.option("--caller", help="Only calls from this client (its MCP clientInfo name, or cli).")
+@click.option(
+    "--since", type=_Time(), help="From this time on: ISO (UTC unless a zone is given) or an age: 30m, 2h, 7d."
+)
+@click.option("--until", type=_Time(), help="Up to this time, in the same forms as --since.")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many calls.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of whole records.")
+@click.pass_context
+def history(
+    ctx: click.Context,
+    app: str | None,
+    tool: str | None,
+    status: str | None,
+    caller: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List the calls the gateway ran, newest first (times in UTC); `history show ID` prints one whole.
+
+    Arguments and results are kept with secrets redacted, for historyRetentionDays (30 by default).
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if since is not None and until is not None and since > until:
+        raise click.UsageError("--since is later than --until")
+    store = _history_store(ctx)
+    filters: dict[str, Any] = {"app": app, "tool": tool, "status": status, "caller": caller}
+    try:
+        records = store.query(**filters, since=since, until=until, limit=limit)
+        total = store.count(**filters, since=since, until=until) if len(records) == limit else len(records)
+    except HistoryUnavailable as exc:
+        _fail(str(exc), 1)
+    if as_json:
+        click.echo(json.dumps([r.to_json() for r in records], ensure_ascii=False, indent=2))
+        return
+    if not records:
+        filtered = any(v is not None for v in (*filters.values(), since, until))
+        click.echo("No calls match these filters." if filtered else "No calls recorded yet.")
+        return
+    rows: list[tuple[str, ...]] = [("TIME (UTC)", "ID", "CALLER", "VIA", "APP:TOOL", "STATUS", "MS")]
+    rows.extend(_history_row(r) for r in records)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=False)]
+        click.echo("  ".join([*cells, row[-1].rjust(widths[-1])]))
+    if total > len(records):
+        click.echo(f"\n{len(records)} of {total} calls; raise --limit or narrow the filters to see others.")
+
+
+def _history_row(record: Record) -> tuple[str, ...]:
+    status = "ok" if record.status == "ok" else f"{record.error_code or ''} {record.error_type or 'error'}".strip()
+    return (
+        record.time.strftime("%Y-%m-%d %H:%M:%S"),
+        record.call_id,
+        _printable(record.caller)[:24],
+        record.transport,
+        _printable(f"{record.app}:{record.tool}")[:60],
+        status,
+        f"{record.duration_ms:.1f}",
+    )
+
+
+@history.command("show")
+@click.argument("call_id", metavar="CALL_ID")
+@click.option("--json", "as_json", is_flag=True, help="Print the record as JSON.")
+@click.pass_context
+def history_show(ctx: click.Context, call_id: str, as_json: bool) -> None:
+    """Print one call whole: who, what, arguments, outcome and result excerpt."""
+    store = _history_store(ctx)
+    try:
+        record = store.get(call_id.strip())
+    except HistoryUnavailable as exc:
+        _fail(str(exc), 1)
+    if record is None:
+        _fail(f"no call {call_id!r} in the history ({store.path}); `aai-gateway history` lists the calls kept", 1)
+    if as_json:
+        click.echo(json.dumps(record.to_json(), ensure_ascii=False, indent=2))
+        return
+    status = "ok" if record.status == "ok" else f"error {record.error_code or ''} {record.error_type or ''}".rstrip()
+    lines = [
+        f"call      {record.call_id}",
+        f"time      {record.time.isoformat(timespec='milliseconds')}",
+        f"caller    {_printable(record.caller)} over {record.transport}",
+        f"app       {_printable(record.app)}",
+        f"tool      {_printable(record.tool)}",
+        f"status    {status}",
+        f"duration  {record.duration_ms:.1f} ms",
+    ]
+    if record.error_detail is not None:
+        lines.append(f"detail    {_printable(record.error_detail)}")
+    lines.append("arguments")
+    lines.extend("  " + line for line in json.dumps(record.args, ensure_ascii=False, indent=2).splitlines())
+    if record.result is not None:
+        lines.append("result" + (f" (first {len(record.result)} characters)" if record.result_truncated else ""))
+        lines.append("  " + _printable(record.result))
+    click.echo("\n".join(lines))
+
+
+def _printable(text: str) -> str:
+    """Control characters shown as escapes, so that recorded text cannot drive the terminal."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 # auth: sign in to web apps, sign out, status. The secret store and OAuth live in aai_gateway.auth.

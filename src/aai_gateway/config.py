@@ -69,6 +69,7 @@ class Settings:
     tool_names: str = "spec"
     error_style: str = "jsonrpc"
     max_descriptor_bytes: int = 1024 * 1024
+    history_retention_days: float = 30.0
     web_allow_http_loopback: bool = False
     web_allow_private_networks: bool = False
     web_cache_ttl_hours: float = 24.0
@@ -194,6 +195,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         tool_names=data.get("toolNames", "spec"),
         error_style=data.get("errorStyle", "jsonrpc"),
         max_descriptor_bytes=data.get("maxDescriptorBytes", 1024 * 1024),
+        history_retention_days=float(data.get("historyRetentionDays", 30)),
         web_allow_http_loopback=web.get("allowHttpLoopback", False),
         web_allow_private_networks=web.get("allowPrivateNetworks", False),
         web_cache_ttl_hours=float(web.get("cacheTtlHours", 24)),

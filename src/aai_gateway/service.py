@@ -34,6 +34,7 @@ from aai_gateway.errors import (
     ToolNotFound,
 )
 from aai_gateway.executors import Executor, ToolCall
+from aai_gateway.history import HISTORY_FILE, HistoryStore, Recorder, Redactor, known_secrets
 from aai_gateway.problems import describe, pointer
 
 log = logging.getLogger("aai_gateway.calls")
@@ -48,12 +49,18 @@ class Caller:
 
 
 class Gateway:
-    def __init__(self, settings: Settings, registry: Registry | None = None) -> None:
+    def __init__(
+        self, settings: Settings, registry: Registry | None = None, history: HistoryStore | None = None
+    ) -> None:
         self.settings = settings
         self.registry = registry or Registry(scan(settings))
         self._executors: dict[str, Executor] = {}
         self._validators: dict[int, Draft7Validator] = {}
         self.web_apps = WebApps()
+        if history is None:
+            history = HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
+        self.history = history
+        self._recorder = Recorder(history, Redactor(known_secrets(settings)), self.find)
 
     @property
     def platform(self) -> str:
@@ -134,27 +141,37 @@ class Gateway:
         return (app, *found)
 
     async def call(self, app_id: str, tool_name: str, args: Mapping[str, Any] | None, caller: Caller) -> Any:
-        """Run one tool; every outcome is logged with a correlation id."""
+        """Run one tool; every outcome is logged and recorded in the history under one correlation id.
+
+        The record is committed before the answer goes back: whatever a caller received is in the history.
+        """
         call_id = uuid.uuid4().hex[:12]
+        args = {} if args is None else args
+        where = (call_id, caller.name, app_id, tool_name)
+        pending = self._recorder.begin(
+            call_id, caller=caller.name, transport=caller.transport, app=app_id, tool=tool_name, args=args
+        )
         started = time.perf_counter()
         try:
-            result = await self._call(app_id, tool_name, {} if args is None else args)
+            result = await self._call(app_id, tool_name, args)
         except AaiError as exc:
-            log.info(
-                "call %s %s %s:%s failed %s in %.1f ms: %s",
-                call_id,
-                caller.name,
-                app_id,
-                tool_name,
-                exc.type,
-                _ms(started),
-                exc.detail,
-            )
+            elapsed = _ms(started)
+            log.info("call %s %s %s:%s failed %s in %.1f ms: %s", *where, exc.type, elapsed, exc.detail)
+            await self._recorder.failed(pending, exc, elapsed)
+            raise
+        except asyncio.CancelledError:
+            elapsed = _ms(started)
+            log.info("call %s %s %s:%s cancelled after %.1f ms", *where, elapsed)
+            self._recorder.cancelled(pending, elapsed)
             raise
         except Exception as exc:
-            log.exception("call %s %s %s:%s crashed", call_id, caller.name, app_id, tool_name)
-            raise AutomationFailed(f"the gateway failed unexpectedly ({type(exc).__name__}); see its log") from exc
-        log.info("call %s %s %s:%s ok in %.1f ms", call_id, caller.name, app_id, tool_name, _ms(started))
+            log.exception("call %s %s %s:%s crashed", *where)
+            failure = AutomationFailed(f"the gateway failed unexpectedly ({type(exc).__name__}); see its log")
+            await self._recorder.failed(pending, failure, _ms(started))
+            raise failure from exc
+        elapsed = _ms(started)
+        log.info("call %s %s %s:%s ok in %.1f ms", *where, elapsed)
+        await self._recorder.ok(pending, result, elapsed)
         return result
 
     async def _resolve(self, app_id: str) -> Descriptor:
