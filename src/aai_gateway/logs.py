@@ -11,16 +11,21 @@ FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LOG_FILE = "gateway.log"
 
 
-def configure(level: str, log_dir: Path | None) -> Path | None:
-    """Send the gateway's logs to stderr and to `log_dir/gateway.log`; return the file used, if any."""
+def configure(level: str, log_dir: Path | None, *, stderr_level: str | None = None) -> Path | None:
+    """Send the gateway's logs to stderr and to `log_dir/gateway.log`; return the file used, if any.
+
+    `stderr_level` quiets the terminal of a one-shot command while its file keeps `level`.
+    """
     root = logging.getLogger("aai_gateway")
-    root.setLevel(level.upper())
+    levels = [logging.getLevelName(level.upper()), logging.getLevelName((stderr_level or level).upper())]
+    root.setLevel(min(levels))
     root.propagate = False
     for handler in list(root.handlers):
         root.removeHandler(handler)
         handler.close()
     formatter = logging.Formatter(FORMAT)
     stderr = logging.StreamHandler(sys.stderr)
+    stderr.setLevel(levels[1])
     stderr.setFormatter(formatter)
     root.addHandler(stderr)
     if log_dir is None:
@@ -31,6 +36,7 @@ def configure(level: str, log_dir: Path | None) -> Path | None:
     except OSError as exc:
         root.warning("cannot write the log file in %s (%s); logging to stderr only", log_dir, exc)
         return None
+    file_handler.setLevel(levels[0])
     file_handler.setFormatter(formatter)
     root.addHandler(file_handler)
     return log_dir / LOG_FILE
