@@ -220,6 +220,7 @@ class Gateway:
     async def aclose(self) -> None:
         closing, self._executors = list(self._executors.values()), {}
         await asyncio.gather(*(e.aclose() for e in closing), return_exceptions=True)
+        await self.history.aclose()
 
     def _unknown_app(self, app_id: str) -> str:
         ids = [a.app_id for a in self.apps()]
