@@ -57,6 +57,16 @@ class AppSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsentRule:
+    """One `consent.rules` entry: a caller (None: any), an app and a tool (None: any), "*" matching any."""
+
+    app: str
+    decision: str
+    caller: str | None = None
+    tool: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     scan_paths: tuple[Path, ...]
     platform: str
@@ -76,6 +86,8 @@ class Settings:
     web_max_response_bytes: int = 10 * 1024 * 1024
     web_timeout: float = 30.0
     apps: Mapping[str, AppSettings] = field(default_factory=dict)
+    consent_default: str = "ask"
+    consent_rules: tuple[ConsentRule, ...] = ()
     cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "aai-gateway")
     aai_home: Path = field(default_factory=lambda: Path.home() / ".aai")
     home: Path = field(default_factory=Path.home)
@@ -183,6 +195,11 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
     scan_paths = tuple(paths.expand(p, env) for p in data.get("scanPaths", [str(home)]))
     web = data.get("web", {})
     apps = {app_id: _app_settings(app_id, raw, env) for app_id, raw in data.get("apps", {}).items()}
+    consent = data.get("consent", {})
+    rules = tuple(
+        ConsentRule(app=r["app"], decision=r["decision"], caller=r.get("caller"), tool=r.get("tool"))
+        for r in consent.get("rules", [])
+    )
     return Settings(
         scan_paths=scan_paths,
         platform=platform,
@@ -202,6 +219,8 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         web_max_response_bytes=web.get("maxResponseBytes", 10 * 1024 * 1024),
         web_timeout=float(web.get("timeout", 30)),
         apps=apps,
+        consent_default=consent.get("default", "ask"),
+        consent_rules=rules,
         cache_dir=paths.cache_dir(env),
         aai_home=home,
         home=paths.home(env),

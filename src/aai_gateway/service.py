@@ -13,13 +13,15 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from jsonschema import Draft7Validator
 
 from aai_gateway import executors
 from aai_gateway.config import Settings
+from aai_gateway.consent import Ask, ConsentGate
 from aai_gateway.descriptor import Binding, Descriptor, Tool
 from aai_gateway.descriptor.guide import guide
 from aai_gateway.discovery import Registry, scan, wellknown
@@ -42,10 +44,15 @@ log = logging.getLogger("aai_gateway.calls")
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who asked: the MCP client's name (or "cli") and the transport it came over."""
+    """Who asked: the MCP client's name (or "cli") and the transport it came over.
+
+    `ask` puts a consent question to the user (MCP elicitation), when the transport can; the "cli"
+    transport is the user at their own terminal, allowed unless a rule or stored decision denies.
+    """
 
     name: str = "unknown"
     transport: str = "stdio"
+    ask: Ask | None = field(default=None, compare=False, repr=False)
 
 
 class Gateway:
@@ -153,7 +160,7 @@ class Gateway:
         )
         started = time.perf_counter()
         try:
-            result = await self._call(app_id, tool_name, args)
+            result = await self._call(app_id, tool_name, args, caller)
         except AaiError as exc:
             elapsed = _ms(started)
             log.info("call %s %s %s:%s failed %s in %.1f ms: %s", *where, exc.type, elapsed, exc.detail)
@@ -183,11 +190,27 @@ class Gateway:
                 raise
         return await self.discover(app_id)
 
-    async def _call(self, app_id: str, tool_name: str, args: Mapping[str, Any]) -> Any:
+    @cached_property
+    def consent(self) -> ConsentGate:
+        """Consent decisions, rules and pending requests (the CLI and the web UI use it too)."""
+        return ConsentGate(self.settings)
+
+    async def _call(self, app_id: str, tool_name: str, args: Mapping[str, Any], caller: Caller) -> Any:
         app, binding, tool = self._find_tool(await self._resolve(app_id), app_id, tool_name)
         if not isinstance(args, Mapping):
             raise InvalidParams(f"args must be an object of named arguments, got {type(args).__name__}")
         self._check_args(tool, args)
+        site = self.web_apps.site_of(app)  # a discovered web app is known by its site, not the id it claims
+        await self.consent.check(
+            caller.name,
+            app,
+            tool,
+            args,
+            app_key=site.origin if site else app.app_id,
+            trusted=caller.transport == "cli",
+            ask=caller.ask,
+            transport=caller.transport,
+        )
         executor = self._executor(binding)
         app_settings = self.settings.apps.get(app.app_id)
         timeout = tool.timeout or (app_settings.timeout if app_settings else None) or self.settings.default_timeout

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp.client.session import ClientRequestContext, ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.support import gateway_command, stop, wait_until
@@ -36,15 +37,56 @@ class Inbox:
                 await self._arrived.wait()
 
 
+class Consenter:
+    """A user answering the gateway's consent questions (MCP elicitation) with one choice, each question kept.
+
+    `decision` is a choice of the form ("once", "tool", "app", "deny", "never"), or the form's other
+    outcomes "decline" and "cancel".
+    """
+
+    def __init__(self, decision: str = "app") -> None:
+        self.decision = decision
+        self.questions: list[types.ElicitRequestFormParams] = []
+
+    async def __call__(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        assert isinstance(params, types.ElicitRequestFormParams), params
+        self.questions.append(params)
+        if self.decision == "decline":
+            return types.ElicitResult(action="decline")
+        if self.decision == "cancel":
+            return types.ElicitResult(action="cancel")
+        choices = [c["const"] for c in params.requested_schema["properties"]["decision"]["oneOf"]]
+        assert self.decision in choices, choices
+        return types.ElicitResult(action="accept", content={"decision": self.decision})
+
+    @property
+    def messages(self) -> list[str]:
+        return [q.message for q in self.questions]
+
+
+async def always_for_the_app(
+    context: ClientRequestContext, params: types.ElicitRequestParams
+) -> types.ElicitResult | types.ErrorData:
+    """What the test client answers by default: allow every tool of the app from now on."""
+    return await Consenter("app")(context, params)
+
+
 @asynccontextmanager
 async def stdio_session(
-    env: Mapping[str, str], stderr: Path, *args: str, inbox: Inbox | None = None
+    env: Mapping[str, str],
+    stderr: Path,
+    *args: str,
+    inbox: Inbox | None = None,
+    consent: ElicitationFnT | None = always_for_the_app,
 ) -> AsyncIterator[ClientSession]:
+    """`consent` answers the gateway's consent questions; None declares no elicitation capability."""
     params = StdioServerParameters(command=gateway_command(), args=["--mcp", *args], env=dict(env))
     with stderr.open("a") as errlog:
         async with (
             stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write, message_handler=inbox) as session,
+            ClientSession(read, write, message_handler=inbox, elicitation_callback=consent) as session,
         ):
             await session.initialize()
             yield session
@@ -76,10 +118,12 @@ def web_gateway(env: Mapping[str, str], stderr: Path, *args: str) -> Iterator[st
 
 
 @asynccontextmanager
-async def http_session(url: str, inbox: Inbox | None = None) -> AsyncIterator[ClientSession]:
+async def http_session(
+    url: str, inbox: Inbox | None = None, consent: ElicitationFnT | None = always_for_the_app
+) -> AsyncIterator[ClientSession]:
     async with (
         streamable_http_client(url) as (read, write),
-        ClientSession(read, write, message_handler=inbox) as session,
+        ClientSession(read, write, message_handler=inbox, elicitation_callback=consent) as session,
     ):
         await session.initialize()
         yield session

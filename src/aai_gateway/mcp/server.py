@@ -11,11 +11,15 @@ import json
 import logging
 from typing import Any
 
+import anyio
 import mcp_types as types
+from mcp import MCPError, ServerSession
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
+from pydantic import ValidationError
 
 from aai_gateway import __version__
+from aai_gateway.consent import ANSWER_TITLES, Answer, Ask, Question
 from aai_gateway.descriptor.guide import catalogue_entry
 from aai_gateway.errors import AaiError, AppNotFound, InvalidParams, ToolNotFound
 from aai_gateway.mcp.errors import to_mcp, to_result
@@ -45,6 +49,21 @@ EXEC_SCHEMA: dict[str, Any] = {
     },
     "required": ["app", "tool"],
 }
+CONSENT_FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {
+            "type": "string",
+            "title": "Allow this?",
+            "oneOf": [{"const": answer.value, "title": title} for answer, title in ANSWER_TITLES.items()],
+        }
+    },
+    "required": ["decision"],
+}
+ASK_TIMEOUT = 300.0
+"""Seconds the user has to answer a consent question; then the call answers CONSENT_REQUIRED."""
+STREAM_WAIT = 3.0
+"""Seconds an HTTP client has to open its standalone stream, where consent questions travel."""
 
 
 class _Server(Server[Any]):
@@ -243,7 +262,55 @@ def _exec_arguments(arguments: dict[str, Any]) -> tuple[str, str, dict[str, Any]
 def _caller(ctx: ServerRequestContext[Any], transport: str) -> Caller:
     params = ctx.session.client_params
     name = params.client_info.name if params is not None else "unknown"
-    return Caller(name=name, transport=transport)
+    return Caller(name=name, transport=transport, ask=_asker(ctx))
+
+
+def _asker(ctx: ServerRequestContext[Any]) -> Ask | None:
+    """Consent questions as form elicitations, for clients that declared the capability.
+
+    On the request's own stream where it has one (stdio, SSE), else on the session's standalone stream
+    (HTTP with JSON responses). No answer, an error or a dismissed form is None: CONSENT_REQUIRED.
+    """
+    session = ctx.session
+    capabilities = session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+        return None
+    related = ctx.request_id if session.can_send_request else None
+
+    async def ask(question: Question) -> Answer | None:
+        if related is None and not await _standalone_stream(session):
+            log.info(
+                "could not ask about %s:%s: the client has no open stream for requests", question.app, question.tool
+            )
+            return None
+        try:
+            with anyio.fail_after(ASK_TIMEOUT):
+                result = await session.elicit_form(question.message(), CONSENT_FORM, related_request_id=related)
+        except (MCPError, ValidationError, TimeoutError) as exc:
+            log.info("could not ask about %s:%s: %s", question.app, question.tool, exc)
+            return None
+        if result.action == "decline":
+            return Answer.DENY
+        decision = (result.content or {}).get("decision") if result.action == "accept" else None
+        known = {answer.value: answer for answer in Answer}
+        return known.get(decision) if isinstance(decision, str) else None
+
+    return ask
+
+
+async def _standalone_stream(session: ServerSession) -> bool:
+    """Whether the session's standalone stream is open: a request sent before it is would be lost, so ping
+    until one is answered (a ping sent too early is dropped and never answered, and is harmless)."""
+    with anyio.move_on_after(STREAM_WAIT):
+        while True:
+            with anyio.move_on_after(0.25):
+                try:
+                    await session.send_ping()
+                except MCPError:
+                    return False
+                return True
+    return False
 
 
 def _text(text: str) -> types.CallToolResult:

@@ -1,0 +1,145 @@
+"""Consent before a tool runs: decide, ask the user when the policy says so, keep what they chose."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aai_gateway.config import Settings
+from aai_gateway.consent.policy import Answer, Grant, Verdict, decide
+from aai_gateway.consent.store import ConsentStore
+from aai_gateway.consent.summary import as_text, safe, summarize
+from aai_gateway.descriptor import Descriptor, Tool
+from aai_gateway.errors import ConsentRequired, PermissionDenied
+
+CONSENT_FILE = "consent.json"
+UI_PATH = "/ui/consent"
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What the user is asked: may `caller` run `app`'s `tool` with these arguments?"""
+
+    caller: str
+    app: str
+    app_name: str
+    tool: str
+    description: str
+    arguments: tuple[tuple[str, str], ...]
+
+    def message(self) -> str:
+        lines = [
+            f'"{safe(self.caller)}" wants to run {safe(self.tool)} of {safe(self.app_name)} ({safe(self.app)}).',
+            f"Arguments: {as_text(self.arguments)}",
+        ]
+        if self.description:
+            lines.append(f"What it does: {safe(self.description, 200)}")
+        return "\n".join(lines)
+
+
+Ask = Callable[[Question], Awaitable[Answer | None]]
+"""Asks the user and returns their answer, or None when they could not be asked or gave none."""
+
+
+class ConsentGate:
+    """One per gateway. `ui_url`, when set, is the web UI page where pending requests are decided."""
+
+    def __init__(self, settings: Settings, store: ConsentStore | None = None) -> None:
+        self.settings = settings
+        self.store = store or ConsentStore(settings.aai_home / CONSENT_FILE)
+        self.ui_url: str | None = None
+
+    def verdict(self, caller: str, app: str, tool: str, *, trusted: bool = False) -> Verdict:
+        settings = self.settings
+        return decide(
+            self.store.decisions(),
+            settings.consent_rules,
+            settings.consent_default,
+            caller=caller,
+            app=app,
+            tool=tool,
+            trusted=trusted,
+        )
+
+    async def check(
+        self,
+        caller: str,
+        app: Descriptor,
+        tool: Tool,
+        args: Mapping[str, Any],
+        *,
+        app_key: str | None = None,
+        trusted: bool = False,
+        ask: Ask | None = None,
+        transport: str = "",
+    ) -> None:
+        """Return when the call may run; raise PermissionDenied or ConsentRequired when it may not.
+
+        Decisions are kept under `app_key`, by default the app's id (a discovered web app's is its site).
+        """
+        app_id = app_key or app.app_id
+        verdict = self.verdict(caller, app_id, tool.name, trusted=trusted)
+        while verdict.grant is not None and verdict.grant.once and not self.store.use(verdict.grant.id):
+            verdict = self.verdict(caller, app_id, tool.name, trusted=trusted)  # another call used it first
+        if verdict.mode == "allow":
+            return
+        if verdict.mode == "deny":
+            raise PermissionDenied(self._refused(caller, app_id, tool.name, verdict))
+        arguments = summarize(args, tool.parameters)
+        answer = None
+        if ask is not None:
+            answer = await ask(Question(caller, app_id, app.name, tool.name, tool.description, arguments))
+        if answer is None:
+            request = self.store.ask_later(caller, app_id, tool.name, arguments, transport)
+            raise ConsentRequired(self._how_to_approve(caller, app_id, tool.name, request.id, asked=ask is not None))
+        grant = self._keep(answer, caller, app_id, tool.name)
+        if not answer.allows:
+            kept = (
+                f"; stored as decision {grant.id} (`aai-gateway consent revoke --id {grant.id}` undoes it)"
+                if grant
+                else ""
+            )
+            raise PermissionDenied(f'the user refused "{safe(caller)}" running {app_id}:{tool.name}{kept}')
+
+    def _keep(self, answer: Answer, caller: str, app: str, tool: str) -> Grant | None:
+        if answer is Answer.TOOL:
+            return self.store.allow(app, caller, tool, source="asked")
+        if answer is Answer.APP:
+            return self.store.allow(app, caller, None, source="asked")
+        if answer is Answer.NEVER:
+            return self.store.deny(app, caller, tool, source="asked")
+        return None
+
+    def _refused(self, caller: str, app: str, tool: str, verdict: Verdict) -> str:
+        head = f'"{safe(caller)}" may not run {app}:{tool}: refused by {verdict.why}'
+        if verdict.grant is not None:
+            return f"{head}; `aai-gateway consent revoke --id {verdict.grant.id}` removes that decision"
+        where = self.settings.config_file or self.settings.aai_home / "config.json"
+        return f"{head}; change consent in {where}, or allow it with `{command('allow', caller, app, tool)}`"
+
+    def _how_to_approve(self, caller: str, app: str, tool: str, request_id: str, *, asked: bool) -> str:
+        why = "the user gave no answer" if asked else "this client cannot ask the user (no MCP elicitation)"
+        ui = f", or decide pending request {request_id} at {self.ui_url}" if self.ui_url else ""
+        return (
+            f'"{safe(caller)}" needs the user\'s consent to run {app}:{tool}, and {why}. '
+            f"Approve it with `{command('allow', caller, app, tool)}` "
+            f"(without --tool for every tool of {app}){ui}, then call again."
+        )
+
+
+_PLAIN = re.compile(r"^[\w .@:+/-]+$")
+
+
+def command(verb: str, caller: str | None, app: str, tool: str | None = None) -> str:
+    """The `aai-gateway consent` command line, quoted for a shell (names come from clients and descriptors)."""
+    parts = ["aai-gateway", "consent", verb]
+    if caller is not None:
+        shown = f'"{caller}"' if _PLAIN.match(caller) else shlex.quote(caller)
+        parts += ["--caller", shown]
+    parts.append(shlex.quote(app))
+    if tool is not None:
+        parts += ["--tool", shlex.quote(tool)]
+    return " ".join(parts)
