@@ -173,7 +173,18 @@ def _serve_web(settings: Settings) -> None:
     for problem in gateway.registry.scan.problems:
         log.warning("%s", problem)
     _open_history(gateway)
-    serve_http(gateway, sock)
+    ui = None
+    if settings.enable_web_ui:
+        from aai_gateway.web import TOKEN_FILE, UI_PATH, Access
+
+        # The token is printed once, to stderr (stdout belongs to the stdio transport elsewhere), and kept
+        # in a file only the user can read, which holds a fresh one after each login.
+        ui = Access(token_file=settings.aai_home / TOKEN_FILE)
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        click.echo(f"aai-gateway: web UI at http://{shown}:{port}{UI_PATH}/login?token={ui.token}", err=True)
+        click.echo(f"aai-gateway: the web UI's login token is also in {ui.token_file}", err=True)
+    serve_http(gateway, sock, ui)
 
 
 def _open_history(gateway: Gateway) -> None:

@@ -17,10 +17,12 @@ import anyio
 import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from aai_gateway.mcp.reload import keep_fresh
 from aai_gateway.mcp.server import GatewayServer
 from aai_gateway.service import Gateway
+from aai_gateway.web import UI_PATH, Access, build_ui
 
 log = logging.getLogger(__name__)
 
@@ -61,20 +63,34 @@ def security(host: str) -> TransportSecuritySettings:
     )
 
 
-def build_app(server: GatewayServer) -> Starlette:
+def build_app(server: GatewayServer, ui: Access | None = None, port: int | None = None) -> Starlette:
+    """MCP at /mcp, and the web UI at /ui when `ui` (its login token) is given and enableWebUI is on."""
     settings = server.gateway.settings
-    return server.server.streamable_http_app(
+    app = server.server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         json_response=True,
         host=settings.http_host,
         transport_security=security(settings.http_host),
     )
+    if ui is not None and settings.enable_web_ui:
+
+        async def rescan() -> set[str]:
+            changed = server.gateway.rescan()
+            if changed:
+                await server.apps_changed(changed)
+            return changed
+
+        listening = settings.http_port if port is None else port
+        app.router.routes.append(
+            Mount(UI_PATH, app=build_ui(server.gateway, ui, settings.http_host, listening, rescan))
+        )
+    return app
 
 
-def serve_http(gateway: Gateway, sock: socket.socket) -> None:
+def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None) -> None:
     """Serve until interrupted, on an already listening socket."""
     server = GatewayServer(gateway, transport="http")
-    app = build_app(server)
+    app = build_app(server, ui, sock.getsockname()[1])
     config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=3)
     web = uvicorn.Server(config)
     host, port = sock.getsockname()[:2]

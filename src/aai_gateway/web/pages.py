@@ -1,0 +1,287 @@
+"""The UI's pages: each reads the gateway and renders one template."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import suppress
+from dataclasses import fields
+from typing import Any
+from urllib.parse import urlencode
+
+from jinja2 import Environment
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from aai_gateway.config import Settings
+from aai_gateway.executors.http_response import IDEMPOTENT
+from aai_gateway.history import STATUSES, parse_time
+from aai_gateway.service import Gateway
+from aai_gateway.web.security import COOKIE, CSRF_FIELD, Access
+
+PER_PAGE = 50
+RECENT = 10
+FILTERS = ("app", "tool", "status", "caller", "since", "until")
+
+RETRY_POLICY = (
+    "An app that is not running is started (DBus activation) and the call is tried once more.",
+    f"HTTP 429 and 503 answers with Retry-After are retried for idempotent methods "
+    f"({', '.join(sorted(IDEMPOTENT))}) when the wait fits in the time left.",
+    "A call that timed out is never repeated.",
+)
+
+Rescan = Callable[[], Awaitable[set[str]]]
+
+
+class Pages:
+    def __init__(self, gateway: Gateway, access: Access, env: Environment, rescan: Rescan) -> None:
+        self.gateway = gateway
+        self.access = access
+        self.env = env
+        self.rescan_apps = rescan
+
+    def render(self, request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        page = self.env.get_template(template).render(
+            base=request.scope.get("root_path", ""),
+            csrf=request.scope.get("state", {}).get("csrf", ""),
+            csrf_field=CSRF_FIELD,
+            here=request.url.path,
+            **context,
+        )
+        return HTMLResponse(page, status_code=status)
+
+    # login and logout
+
+    def login_page(self, request: Request, status: int = 200, message: str = "") -> HTMLResponse:
+        return self.render(request, "login.html", status, message=message, token_file=self.access.token_file)
+
+    async def login(self, request: Request) -> Response:
+        if request.method == "POST":
+            form = await request.form(max_fields=10)
+            token = form.get("token")
+            candidate = token if isinstance(token, str) else ""
+        else:
+            candidate = request.query_params.get("token", "")
+            if not candidate:
+                return self.login_page(request)
+        session_id = self.access.redeem(candidate.strip())
+        if session_id is None:
+            return self.login_page(
+                request, 401, "That token is not valid. Each token logs in once; use the one the file holds now."
+            )
+        base = request.scope.get("root_path", "")
+        response = RedirectResponse(f"{base}/", status_code=303)
+        response.set_cookie(COOKIE, session_id, path=base or "/", httponly=True, samesite="strict")
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        self.access.end(request.scope.get("state", {}).get("session"))
+        base = request.scope.get("root_path", "")
+        response = RedirectResponse(f"{base}/login", status_code=303)
+        response.delete_cookie(COOKIE, path=base or "/", httponly=True, samesite="strict")
+        return response
+
+    # pages
+
+    async def overview(self, request: Request) -> Response:
+        scan = self.gateway.registry.scan
+        recent = await run_in_threadpool(self.gateway.history.query, limit=RECENT)
+        calls = await run_in_threadpool(self.gateway.history.count)
+        return self.render(
+            request,
+            "overview.html",
+            apps=self.gateway.apps(),
+            broken=scan.broken,
+            problems=scan.problems,
+            recent=recent,
+            calls=calls,
+            platform=self.gateway.platform,
+        )
+
+    async def apps(self, request: Request) -> Response:
+        scan = self.gateway.registry.scan
+        served = self.gateway.apps()
+        others = [a for a in scan.apps.values() if a not in served]
+        return self.render(
+            request,
+            "apps.html",
+            apps=served,
+            unserved=others,
+            broken=scan.broken,
+            platform=self.gateway.platform,
+        )
+
+    async def app(self, request: Request) -> Response:
+        app_id = request.path_params["app_id"]
+        scan = self.gateway.registry.scan
+        app = scan.apps.get(app_id)
+        if app is None:
+            problems = scan.broken.get(app_id)
+            if problems is None:
+                return self.render(request, "missing.html", 404, what=f"No app '{app_id}' was found.")
+            return self.render(request, "broken.html", app_id=app_id, problems=problems)
+        served = app in self.gateway.apps()
+        return self.render(
+            request,
+            "app.html",
+            app=app,
+            served=served,
+            tools=[
+                _tool_view(binding.platform, binding.automation, tool)
+                for binding, tool in app.tools(self.gateway.platform)
+            ],
+            guide=self.gateway.guide_of(app) if served else "",
+            problems=[p for p in scan.problems if p.file == app.source],
+        )
+
+    async def history(self, request: Request) -> Response:
+        given = {k: request.query_params.get(k, "").strip() for k in FILTERS}
+        errors: list[str] = []
+        query: dict[str, Any] = {k: given[k] or None for k in ("app", "tool", "caller")}
+        if given["status"] and given["status"] not in STATUSES:
+            errors.append(f"status must be one of {', '.join(STATUSES)}")
+        else:
+            query["status"] = given["status"] or None
+        for key in ("since", "until"):
+            if given[key]:
+                try:
+                    query[key] = parse_time(given[key])
+                except (ValueError, OverflowError) as exc:
+                    errors.append(f"{key}: {exc}")
+        page = _page_number(request.query_params.get("page", "1"))
+        total = 0
+        records = []
+        if not errors:
+            total = await run_in_threadpool(lambda: self.gateway.history.count(**query))
+            records = await run_in_threadpool(
+                lambda: self.gateway.history.query(**query, limit=PER_PAGE, offset=(page - 1) * PER_PAGE)
+            )
+        pages = max(1, math.ceil(total / PER_PAGE))
+        kept = {k: v for k, v in given.items() if v}
+        return self.render(
+            request,
+            "history.html",
+            status=400 if errors else 200,
+            filters=given,
+            statuses=STATUSES,
+            errors=errors,
+            records=records,
+            total=total,
+            page=page,
+            pages=pages,
+            previous=urlencode({**kept, "page": page - 1}) if page > 1 else None,
+            next=urlencode({**kept, "page": page + 1}) if page < pages else None,
+        )
+
+    async def call(self, request: Request) -> Response:
+        record = await run_in_threadpool(self.gateway.history.get, request.path_params["call_id"])
+        if record is None:
+            return self.render(request, "missing.html", 404, what="No call with that id is in the history.")
+        result = record.result
+        if result is not None:
+            with suppress(ValueError):  # an excerpt cut mid-value is shown as it is
+                result = _pretty(json.loads(result))
+        return self.render(request, "call.html", record=record, args=_pretty(record.args), result=result)
+
+    async def settings(self, request: Request, changed: set[str] | None = None) -> Response:
+        settings = self.gateway.settings
+        return self.render(
+            request,
+            "settings.html",
+            rows=settings_rows(settings),
+            scan_paths=settings.scan_paths,
+            timeouts=sorted((k, v.timeout) for k, v in settings.apps.items() if v.timeout is not None),
+            default_timeout=settings.default_timeout,
+            retry_policy=RETRY_POLICY,
+            changed=None if changed is None else sorted(changed),
+            problems=self.gateway.registry.scan.problems,
+        )
+
+    async def rescan(self, request: Request) -> Response:
+        changed = await self.rescan_apps()
+        return await self.settings(request, changed)
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def _page_number(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        return 1
+    return min(max(number, 1), 10**9)
+
+
+def _tool_view(platform: str, automation: str, tool: Any) -> dict[str, Any]:
+    schema = tool.parameters if isinstance(tool.parameters, Mapping) else {}
+    props = schema.get("properties", {}) if isinstance(schema.get("properties"), Mapping) else {}
+    required = set(schema.get("required", []) or [])
+    params = []
+    for name, raw in props.items():
+        spec = raw if isinstance(raw, Mapping) else {}
+        kind = spec.get("type", "any")
+        params.append(
+            {
+                "name": name,
+                "type": " | ".join(map(str, kind)) if isinstance(kind, list) else str(kind),
+                "required": name in required,
+                "description": str(spec.get("description", "")),
+                "enum": ", ".join(json.dumps(v, ensure_ascii=False) for v in spec.get("enum", []) or []),
+            }
+        )
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "platform": platform,
+        "automation": automation,
+        "timeout": tool.timeout,
+        "params": params,
+    }
+
+
+def config_key(name: str) -> str:
+    """`web_allow_http_loopback` → `web.allowHttpLoopback`; `scan_paths` → `scanPaths`."""
+    group = ""
+    for prefix in ("web_", "consent_"):
+        if name.startswith(prefix):
+            group, name = prefix[:-1] + ".", name[len(prefix) :]
+    head, *rest = name.split("_")
+    return group + head + "".join(p.capitalize() for p in rest)
+
+
+HIDDEN = {"sources", "apps", "config_file", "home", "cache_dir"}
+
+
+def settings_rows(settings: Settings) -> list[dict[str, str]]:
+    """Each setting with its value and where it came from (default, the config file, the environment)."""
+    rows = []
+    for f in fields(settings):
+        if f.name in HIDDEN:
+            continue
+        key = "AAI home" if f.name == "aai_home" else config_key(f.name)
+        value = getattr(settings, f.name)
+        source = settings.sources.get(key) or settings.sources.get(key.split(".")[0])
+        if f.name == "aai_home":
+            source = settings.sources.get("aai_home")
+        rows.append({"key": key, "value": _shown(value), "source": _source(source)})
+    return rows
+
+
+def _source(source: str | None) -> str:
+    if source is None:
+        return "default"
+    if source.isupper() and "/" not in source:
+        return f"environment ({source})"
+    return f"config file ({source})"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, tuple | list):
+        return ", ".join(_shown(v) for v in value) or "(none)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
