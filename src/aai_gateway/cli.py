@@ -780,7 +780,7 @@ def consent_list(ctx: click.Context, as_json: bool) -> None:
     click.echo(f"Decisions ({len(decisions)}):")
     for grant in decisions:
         once = ", once" if grant.once else ""
-        click.echo(f"  {grant.id}  {grant.decision:<5}  {grant.scope()}  ({grant.created}, {grant.source}{once})")
+        click.echo(f"  {grant.id}  {grant.decision:<5}  {grant.scope}  ({grant.created}, {grant.source}{once})")
     if not decisions:
         click.echo("  none")
     click.echo(f"\nPending requests ({len(pending)}):")
@@ -808,7 +808,7 @@ def _store_decision(ctx: click.Context, decision: str, app: str, caller: str | N
     except OSError as exc:
         _fail(f"cannot write {store.path}: {exc.strerror or exc}", 1)
     verb = "Allowed" if decision == "allow" else "Denied"
-    click.echo(f"{verb}: {grant.scope()} (decision {grant.id}).")
+    click.echo(f"{verb}: {grant.scope} (decision {grant.id}).")
     if decision == "allow":
         for other in store.decisions():
             overlaps = (other.caller is None or caller is None or other.caller == caller) and (
@@ -816,7 +816,7 @@ def _store_decision(ctx: click.Context, decision: str, app: str, caller: str | N
             )
             if other.decision == "deny" and other.app == app and overlaps:
                 click.echo(
-                    f"note: decision {other.id} denies {other.scope()}, and a deny wins; "
+                    f"note: decision {other.id} denies {other.scope}, and a deny wins; "
                     f"`aai-gateway consent revoke --id {other.id}` removes it",
                     err=True,
                 )
@@ -873,6 +873,6 @@ def consent_revoke(
     else:
         removed = store.revoke(app, caller, tool)
     for grant in removed:
-        click.echo(f"Revoked {grant.id}: {grant.decision} {grant.scope()}.")
+        click.echo(f"Revoked {grant.id}: {grant.decision} {grant.scope}.")
     if not removed:
         _fail("no stored decision matches; `aai-gateway consent list` shows them with their ids", 1)

@@ -81,7 +81,9 @@ class Grant:
             "source": self.source,
         }
 
+    @property
     def scope(self) -> str:
+        """Whom and what it is about, in words: 'caller "Claude", io.mpv:seek'."""
         who = f'caller "{self.caller}"' if self.caller is not None else "any caller"
         what = f"{self.app}:{self.tool}" if self.tool is not None else f"every tool of {self.app}"
         return f"{who}, {what}"
@@ -127,7 +129,7 @@ def decide(
     grant = stored(grants, caller, app, tool)
     if grant is not None:
         kind = "one-time decision" if grant.once else "stored decision"
-        return Verdict(grant.decision, f"the {kind} {grant.id} ({grant.scope()})", grant)
+        return Verdict(grant.decision, f"the {kind} {grant.id} ({grant.scope})", grant)
     for index, rule in enumerate(rules):
         if rule_matches(rule, caller, app, tool):
             mode = _mode(rule.decision)

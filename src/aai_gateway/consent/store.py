@@ -44,6 +44,7 @@ class State:
 class ConsentStore:
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._where = str(path)
         self._lock_path = path.with_name(path.name + ".lock")
         self._key: tuple[int, int, int] | None = None
         self._state = State()
@@ -153,7 +154,7 @@ class ConsentStore:
 
     def _identity(self) -> tuple[int, int, int] | None:
         try:
-            st = self.path.stat()
+            st = os.stat(self._where)  # noqa: PTH116 - on every call: a str path is the cheapest stat
         except FileNotFoundError:
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns)
