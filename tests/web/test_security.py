@@ -10,7 +10,16 @@ from aai_gateway.web import UI_PATH
 from aai_gateway.web.security import COOKIE
 from tests.web.ui_support import BROKEN_APP, HOSTILE, IMG, ORIGIN, PORT, SCRIPT, XSS_APP, Ui
 
-PAGES = ["/", "/apps", f"/apps/{XSS_APP}", f"/apps/{BROKEN_APP}", "/history", "/history/abc123def456", "/settings"]
+PAGES = [
+    "/",
+    "/apps",
+    f"/apps/{XSS_APP}",
+    f"/apps/{BROKEN_APP}",
+    "/history",
+    "/history/abc123def456",
+    "/settings",
+    "/consent",
+]
 
 
 @pytest.mark.parametrize("path", PAGES)
@@ -89,6 +98,15 @@ def test_a_foreign_origin_is_refused(ui: Ui, origin: str) -> None:
     assert ui.client.get(f"{UI_PATH}/apps", headers={"origin": origin}).status_code == 403
 
 
+@pytest.mark.parametrize("site", ["cross-site", "same-site", None])
+def test_an_opaque_origin_passes_only_when_the_browser_says_same_origin(ui: Ui, site: str | None) -> None:
+    csrf = ui.login()
+    headers = {"origin": "null"} | ({"sec-fetch-site": site} if site else {})
+    assert ui.client.post(f"{UI_PATH}/rescan", data={"csrf": csrf}, headers=headers).status_code == 403
+    same = {"origin": "null", "sec-fetch-site": "same-origin"}
+    assert ui.client.post(f"{UI_PATH}/rescan", data={"csrf": csrf}, headers=same).status_code == 200
+
+
 def test_a_post_from_the_ui_itself_passes(ui: Ui) -> None:
     csrf = ui.login()
     answer = ui.client.post(f"{UI_PATH}/rescan", data={"csrf": csrf}, headers={"origin": ORIGIN})
@@ -158,3 +176,29 @@ def test_the_hostile_text_is_shown_escaped(ui: Ui) -> None:
     page = ui.client.get(f"{UI_PATH}/apps/{XSS_APP}").text
     assert "Evil &lt;script&gt;alert(1)&lt;/script&gt;&#34;&gt;&lt;img src=x onerror=alert(2)&gt;" in page
     assert IMG not in page
+
+
+def test_a_pending_request_is_decided_and_the_decision_revoked(ui: Ui) -> None:
+    csrf = ui.login()
+    (request,) = ui.gateway.consent.store.pending()
+    assert (
+        ui.client.post(f"{UI_PATH}/consent/decide", data={"request": request.id, "answer": "tool"}).status_code == 403
+    )
+    answer = ui.client.post(f"{UI_PATH}/consent/decide", data={"csrf": csrf, "request": request.id, "answer": "tool"})
+    assert answer.status_code == 200
+    assert "Allowed" in answer.text
+    assert ui.gateway.consent.store.pending() == ()
+    (grant,) = ui.gateway.consent.store.decisions()
+    assert (grant.app, grant.tool, grant.decision) == (XSS_APP, "echo", "allow")
+    again = ui.client.post(f"{UI_PATH}/consent/decide", data={"csrf": csrf, "request": request.id, "answer": "tool"})
+    assert again.status_code == 404
+    revoked = ui.client.post(f"{UI_PATH}/consent/revoke", data={"csrf": csrf, "grant": grant.id})
+    assert revoked.status_code == 200
+    assert ui.gateway.consent.store.decisions() == ()
+
+
+@pytest.mark.parametrize("data", [{}, {"request": "x"}, {"request": "x", "answer": "maybe"}, {"answer": "once"}])
+def test_a_malformed_decision_is_a_clear_refusal(ui: Ui, data: dict[str, str]) -> None:
+    csrf = ui.login()
+    answer = ui.client.post(f"{UI_PATH}/consent/decide", data={"csrf": csrf, **data})
+    assert answer.status_code in (400, 404)

@@ -112,6 +112,7 @@ def make_ui(home: Path) -> Iterator[Ui]:
     settings = load_settings({"HOME": str(home), "AAI_PLATFORM": "linux"})
     gateway = Gateway(settings)
     gateway.history.submit(hostile_record()).result(10)
+    gateway.consent.store.ask_later(f"agent {HOSTILE}", XSS_APP, "echo", (("text", HOSTILE),), "http")
     access = Access(token_file=aai / TOKEN_FILE)
     app = Starlette(routes=[Mount(UI_PATH, app=build_ui(gateway, access, HOST, PORT))])
     with TestClient(app, base_url=f"http://{HOST}:{PORT}") as client:

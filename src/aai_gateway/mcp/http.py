@@ -81,6 +81,8 @@ def build_app(server: GatewayServer, ui: Access | None = None, port: int | None 
             return changed
 
         listening = settings.http_port if port is None else port
+        shown = f"[{settings.http_host}]" if ":" in settings.http_host else settings.http_host
+        server.gateway.consent.ui_url = f"http://{shown}:{listening}{UI_PATH}/consent"
         app.router.routes.append(
             Mount(UI_PATH, app=build_ui(server.gateway, ui, settings.http_host, listening, rescan))
         )

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from aai_gateway.config import Settings
+from aai_gateway.consent import ANSWER_TITLES, Answer
 from aai_gateway.executors.http_response import IDEMPOTENT
 from aai_gateway.history import STATUSES, parse_time
 from aai_gateway.service import Gateway
@@ -48,6 +49,7 @@ class Pages:
             csrf=request.scope.get("state", {}).get("csrf", ""),
             csrf_field=CSRF_FIELD,
             here=request.url.path,
+            consent_enabled=True,
             **context,
         )
         return HTMLResponse(page, status_code=status)
@@ -198,6 +200,42 @@ class Pages:
             changed=None if changed is None else sorted(changed),
             problems=self.gateway.registry.scan.problems,
         )
+
+    async def consent(self, request: Request, message: str = "", status: int = 200) -> Response:
+        store = self.gateway.consent.store
+        pending = await run_in_threadpool(store.pending)
+        decisions = await run_in_threadpool(store.decisions)
+        return self.render(
+            request,
+            "consent.html",
+            status,
+            pending=pending,
+            decisions=decisions,
+            answers=list(ANSWER_TITLES.items()),
+            message=message,
+        )
+
+    async def decide(self, request: Request) -> Response:
+        form = await request.form(max_fields=10)
+        request_id, answer = form.get("request"), form.get("answer")
+        if not isinstance(request_id, str) or answer not in set(Answer):
+            return await self.consent(request, "Choose a pending request and an answer.", 400)
+        try:
+            grant = await run_in_threadpool(self.gateway.consent.store.decide, request_id, Answer(answer), source="ui")
+        except LookupError as exc:
+            return await self.consent(request, str(exc), 404)
+        what = "allowed" if grant.decision == "allow" else "denied"
+        return await self.consent(request, f"{what.capitalize()}: {grant.scope}.")
+
+    async def revoke(self, request: Request) -> Response:
+        form = await request.form(max_fields=10)
+        grant_id = form.get("grant")
+        removed = (
+            await run_in_threadpool(self.gateway.consent.store.revoke_id, grant_id) if isinstance(grant_id, str) else []
+        )
+        if not removed:
+            return await self.consent(request, "That decision is no longer kept.", 404)
+        return await self.consent(request, f"Revoked the decision about {removed[0].app}.")
 
     async def rescan(self, request: Request) -> Response:
         changed = await self.rescan_apps()

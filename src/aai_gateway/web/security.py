@@ -139,12 +139,25 @@ class Guard:
             return
         await self.app(scope, refusal or receive, send_secured)
 
+    def _same_origin(self, headers: Headers) -> bool:
+        """Origin, when sent, must be this UI. With Referrer-Policy no-referrer a browser sends
+        `Origin: null` on the UI's own form posts; that passes only when the browser also says, in a
+        header no page can set, that the request comes from this origin."""
+        origin = headers.get("origin")
+        fetch_site = headers.get("sec-fetch-site")
+        if fetch_site is not None and fetch_site not in ("same-origin", "none"):
+            return False
+        if origin is None:
+            return True
+        if origin == "null":
+            return fetch_site == "same-origin"
+        return origin.lower() in self.origins
+
     async def _check(self, scope: Scope, receive: Receive) -> Response | Receive | None:
         headers = Headers(scope=scope)
         if headers.get("host", "").lower() not in self.hosts:
             return PlainTextResponse("This address is not the one the gateway listens on.", status_code=421)
-        origin = headers.get("origin")
-        if origin is not None and origin.lower() not in self.origins:
+        if not self._same_origin(headers):
             return PlainTextResponse("Requests from other sites are refused.", status_code=403)
         path, root = scope["path"], scope.get("root_path", "")
         if root and path.startswith(root):
