@@ -437,7 +437,9 @@ def guide(ctx: click.Context, app: str) -> None:
 def call(ctx: click.Context, app: str, tool: str, args: str) -> None:
     """Run one tool, e.g. `aai-gateway call io.mpv seek '{"offset": 5000000}'`; prints the result."""
     settings = _settings(ctx)
-    logs.configure(settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning")
+    logs.configure(
+        settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning"
+    )
     try:
         parsed = json.loads(args)
     except json.JSONDecodeError as exc:
@@ -656,7 +658,9 @@ def auth_login(ctx: click.Context, app: str, no_browser: bool, timeout: float) -
     from aai_gateway.auth import oauth
 
     settings = _settings(ctx)
-    logs.configure(settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning")
+    logs.configure(
+        settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning"
+    )
     web = _web_auth(settings, app)
 
     def open_browser(url: str) -> None:
@@ -685,7 +689,9 @@ def auth_logout(ctx: click.Context, app: str) -> None:
     from aai_gateway.auth import oauth
 
     settings = _settings(ctx)
-    logs.configure(settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning")
+    logs.configure(
+        settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning"
+    )
     web = _web_auth(settings, app)
     try:
         removed = asyncio.run(oauth.logout(settings, app, web.site))
@@ -706,7 +712,9 @@ def auth_status(ctx: click.Context, app: str | None, as_json: bool) -> None:
     from aai_gateway.auth import oauth
 
     settings = _settings(ctx)
-    logs.configure(settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning")
+    logs.configure(
+        settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning"
+    )
     if app is not None:
         targets = [_web_auth(settings, app)]
     else:
