@@ -38,6 +38,8 @@ def exec_request(request_id: int, arguments: Any) -> dict[str, Any]:
 def url(bus: Bus, echo_app: None, tmp_path: Path) -> Iterator[str]:
     home = tmp_path / "home"
     install_descriptor(home / ".aai", TEST_APPS / "dev.aai.echo" / "aai.json")
+    allow_raw = {"consent": {"rules": [{"caller": "raw", "app": "dev.aai.echo", "decision": "allow"}]}}
+    (home / ".aai" / "config.json").write_text(json.dumps(allow_raw))  # raw clients cannot be asked
     with web_gateway(bus.env(HOME=str(home), AAI_PLATFORM="linux"), tmp_path / "stderr.log") as address:
         yield address
 

@@ -205,6 +205,8 @@ def test_stdout_carries_only_protocol_and_logs_go_to_stderr_and_file(bus: Bus, t
     broken = home / ".aai" / "broken.app"
     broken.mkdir()
     (broken / "aai.json").write_text("{ not json")
+    allow_raw = {"consent": {"rules": [{"caller": "raw", "app": "dev.aai.echo", "decision": "allow"}]}}
+    (home / ".aai" / "config.json").write_text(json.dumps(allow_raw))  # a raw client cannot be asked
     requests = [
         {
             "jsonrpc": "2.0",
