@@ -39,6 +39,7 @@ def test_guide_matches_the_layout_of_seed_004() -> None:
         "- Names: Reminders | 提醒事项 | Rappels | Erinnerungen\n- Aliases: reminder, todo, 待办, tasks\n"
         "- Description: Task and reminder management\n\n"
         "## Authentication\n\nUses OS-level consent (TCC). First execution shows native dialog.\n\n"
+        "## Retries\n\nmacos: macOS starts the app when a call addresses it; a call is never repeated.\n\n"
         "## Available Operations\n\n### create_reminder\n\nCreate a new reminder\n\n**Parameters**:\n\n"
         "- title (string, required): Reminder title\n- due (string, optional): Due datetime YYYY-MM-DD HH:MM\n"
         '- list (string, optional): List name\n\n**Example**:\naai:exec({\napp: "com.example.reminders",\n'

@@ -55,11 +55,39 @@ def guide(app: Descriptor, platform: str, *, site: str | None = None) -> str:
         lines.append(f"- Description: {app.description}")
     lines += ["", "## Authentication", ""]
     lines += [_auth_text(b) for b in served] or ["None."]
+    lines += ["", "## Retries", ""]
+    lines += [_retry_text(b) for b in served] or ["None."]
     lines += ["", "## Available Operations", ""]
     for binding, tool in app.tools(platform):
         lines += _operation(site or app.app_id, binding, tool)
     lines += ["---", "", "Use aai:exec tool to execute operations."]
     return "\n".join(lines) + "\n"
+
+
+_ACTIVATED = (
+    "An app that is not running but can be started (DBus activation) is started and the call tried once more; "
+    "a call that timed out is never repeated."
+)
+_HTTP = (
+    "HTTP 429 and 503 answers with Retry-After are retried for GET, HEAD, PUT and DELETE while the timeout "
+    "allows; other methods and timed-out calls are never repeated."
+)
+_MACOS = "macOS starts the app when a call addresses it; a call is never repeated."
+NEVER = "A call is never repeated."
+RETRY_TEXT = {
+    "dbus": _ACTIVATED,
+    "ipc": _ACTIVATED,
+    "http": _HTTP,
+    "restapi": _HTTP,
+    "applescript": _MACOS,
+    "jxa": _MACOS,
+    "apple-events": _MACOS,
+}
+"""What the gateway retries for each automation type (SPEC §5: only where it is safe)."""
+
+
+def _retry_text(binding: Binding) -> str:
+    return f"{binding.platform}: {RETRY_TEXT.get(binding.automation, NEVER)}"
 
 
 def _name(text: str, lang: str | None) -> str:
