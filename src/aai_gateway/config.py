@@ -80,6 +80,8 @@ class Settings:
     error_style: str = "jsonrpc"
     max_descriptor_bytes: int = 1024 * 1024
     history_retention_days: float = 30.0
+    max_concurrent_calls: int = 16
+    """Operations running at once across the whole gateway (and the parallelism of one aai:batch)."""
     web_allow_http_loopback: bool = False
     web_allow_private_networks: bool = False
     web_cache_ttl_hours: float = 24.0
@@ -88,6 +90,9 @@ class Settings:
     apps: Mapping[str, AppSettings] = field(default_factory=dict)
     consent_default: str = "ask"
     consent_rules: tuple[ConsentRule, ...] = ()
+    consent_wait_seconds: float = 0
+    """How long a call that needs consent waits for a decision in the web UI (or the CLI) before it
+    answers CONSENT_REQUIRED; only when the UI is served and the client cannot be asked."""
     cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "aai-gateway")
     aai_home: Path = field(default_factory=lambda: Path.home() / ".aai")
     home: Path = field(default_factory=Path.home)
@@ -213,6 +218,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         error_style=data.get("errorStyle", "jsonrpc"),
         max_descriptor_bytes=data.get("maxDescriptorBytes", 1024 * 1024),
         history_retention_days=float(data.get("historyRetentionDays", 30)),
+        max_concurrent_calls=data.get("maxConcurrentCalls", 16),
         web_allow_http_loopback=web.get("allowHttpLoopback", False),
         web_allow_private_networks=web.get("allowPrivateNetworks", False),
         web_cache_ttl_hours=float(web.get("cacheTtlHours", 24)),
@@ -221,6 +227,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         apps=apps,
         consent_default=consent.get("default", "ask"),
         consent_rules=rules,
+        consent_wait_seconds=float(consent.get("waitSeconds", 0)),
         cache_dir=paths.cache_dir(env),
         aai_home=home,
         home=paths.home(env),

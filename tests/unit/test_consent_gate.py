@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -185,3 +186,40 @@ def test_summaries_are_short_redacted_and_cannot_disguise_themselves() -> None:
     many = summarize({f"k{i}": i for i in range(12)})
     assert many[-1] == ("…", "4 more")
     assert len(many) == 9
+
+
+async def held_call(consent: ConsentGate) -> Any:
+    """A call from a client that cannot be asked, started in the background; returns once it is pending."""
+    call = asyncio.ensure_future(consent.check("Cursor", APP, TOOL, {"title": "x"}, transport="http"))
+    while not consent.store.pending():
+        await asyncio.sleep(0.01)
+    return call
+
+
+@pytest.mark.parametrize(("answer", "runs"), [(Answer.ONCE, True), (Answer.APP, True), (Answer.DENY, False)])
+async def test_under_the_ui_a_call_waits_for_a_decision_there(tmp_path: Path, answer: Answer, runs: bool) -> None:
+    consent = gate(tmp_path, consent_wait_seconds=30)
+    consent.ui_url = "http://127.0.0.1:3000/ui/consent"
+    call = await held_call(consent)
+    assert not call.done()
+    (pending,) = consent.store.pending()
+    consent.store.decide(pending.id, answer)
+    if runs:
+        await call
+    else:
+        with pytest.raises(PermissionDenied):
+            await call
+    assert not consent.store.pending()
+
+
+async def test_a_held_call_gives_up_with_consent_required(tmp_path: Path) -> None:
+    consent = gate(tmp_path, consent_wait_seconds=0.3)
+    consent.ui_url = "http://127.0.0.1:3000/ui/consent"
+    with pytest.raises(ConsentRequired, match="decide pending request"):
+        await consent.check("Cursor", APP, TOOL, {"title": "x"})
+
+
+async def test_without_the_ui_nothing_waits(tmp_path: Path) -> None:
+    consent = gate(tmp_path, consent_wait_seconds=30)
+    with pytest.raises(ConsentRequired):
+        await consent.check("Cursor", APP, TOOL, {"title": "x"})

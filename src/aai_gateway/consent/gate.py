@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shlex
 from collections.abc import Awaitable, Callable, Mapping
@@ -17,6 +18,8 @@ from aai_gateway.errors import ConsentRequired, PermissionDenied
 
 CONSENT_FILE = "consent.json"
 UI_PATH = "/ui/consent"
+HOLD_POLL = 0.2
+"""Seconds between looks at the decisions while a call waits for one (the CLI decides from another process)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,10 @@ class ConsentGate:
             answer = await ask(Question(caller, app_id, app.name, tool.name, tool.description, arguments))
         if answer is None:
             request = self.store.ask_later(caller, app_id, tool.name, arguments, transport)
+            holds = ask is None and self.ui_url and self.settings.consent_wait_seconds > 0
+            if holds and await self._held(caller, app_id, tool.name, trusted):
+                await self.check(caller, app, tool, args, app_key=app_key, trusted=trusted, transport=transport)
+                return
             raise ConsentRequired(self._how_to_approve(caller, app_id, tool.name, request.id, asked=ask is not None))
         grant = self._keep(answer, caller, app_id, tool.name)
         if not answer.allows:
@@ -103,6 +110,16 @@ class ConsentGate:
                 else ""
             )
             raise PermissionDenied(f'the user refused "{safe(caller)}" running {app_id}:{tool.name}{kept}')
+
+    async def _held(self, caller: str, app: str, tool: str, trusted: bool) -> bool:
+        """Wait for someone to decide in the UI or with the CLI; True once a decision applies."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.consent_wait_seconds
+        while loop.time() < deadline:
+            await asyncio.sleep(min(HOLD_POLL, max(0.0, deadline - loop.time())))
+            if self.verdict(caller, app, tool, trusted=trusted).mode != "ask":
+                return True
+        return False
 
     def _keep(self, answer: Answer, caller: str, app: str, tool: str) -> Grant | None:
         if answer is Answer.TOOL:
