@@ -12,8 +12,8 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -21,7 +21,7 @@ from jsonschema import Draft7Validator
 
 from aai_gateway import executors
 from aai_gateway.config import Settings
-from aai_gateway.consent import Ask, ConsentGate
+from aai_gateway.consent import Answer, Ask, ConsentGate, Question
 from aai_gateway.descriptor import Binding, Descriptor, Tool
 from aai_gateway.descriptor.guide import guide
 from aai_gateway.discovery import Registry, scan, wellknown
@@ -40,6 +40,9 @@ from aai_gateway.history import HISTORY_FILE, HistoryStore, Recorder, Redactor, 
 from aai_gateway.problems import describe, pointer
 
 log = logging.getLogger("aai_gateway.calls")
+
+MAX_BATCH = 100
+"""Most calls one aai:batch may carry."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,7 @@ class Gateway:
             history = HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
         self.history = history
         self._recorder = Recorder(history, Redactor(known_secrets(settings)), self.find)
+        self._slots = asyncio.Semaphore(settings.max_concurrent_calls)
 
     @property
     def platform(self) -> str:
@@ -214,7 +218,60 @@ class Gateway:
         executor = self._executor(binding)
         app_settings = self.settings.apps.get(app.app_id)
         timeout = tool.timeout or (app_settings.timeout if app_settings else None) or self.settings.default_timeout
-        return await executor.execute(ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=timeout))
+        async with self._slots:  # maxConcurrentCalls operations at once across every session and batch
+            return await executor.execute(ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=timeout))
+
+    async def batch(
+        self, calls: Sequence[Any], caller: Caller, *, parallel: bool = True, stop_on_error: bool = False
+    ) -> dict[str, Any]:
+        """aai:batch: run `{app, tool, args}` calls, each as `call` runs one, and report on each in order.
+
+        In parallel up to maxConcurrentCalls at a time, or one after another. A failed call fails alone;
+        with `stop_on_error` the calls not started yet are skipped and those running finish. A malformed
+        entry is that entry's INVALID_PARAMS (not recorded, as aai:exec's own arguments are not). The user
+        is asked at most once per app and tool of the batch, and the answer serves all of its calls.
+        """
+        if not 1 <= len(calls) <= MAX_BATCH:
+            raise InvalidParams(f"calls must hold 1 to {MAX_BATCH} calls, got {len(calls)}")
+        started = time.perf_counter()
+        entries: list[BatchEntry | AaiError] = [_batch_entry(i, raw) for i, raw in enumerate(calls)]
+        if caller.ask is not None:
+            caller = replace(caller, ask=_ask_once(caller.ask, entries))
+        reports: list[dict[str, Any]] = [{}] * len(entries)
+        stopped = False
+        slots = asyncio.Semaphore(self.settings.max_concurrent_calls)
+
+        async def run(index: int) -> None:
+            nonlocal stopped
+            entry = entries[index]
+            if stopped:
+                reports[index] = _batch_report(entry, "skipped")
+                return
+            begun = time.perf_counter()
+            failure = entry if isinstance(entry, AaiError) else None
+            if isinstance(entry, BatchEntry):
+                try:
+                    result = await self.call(entry.app, entry.tool, entry.args, caller)
+                except AaiError as exc:
+                    failure = exc
+            if failure is None:
+                reports[index] = _batch_report(entry, "ok", _ms(begun), result=result)
+                return
+            stopped = stopped or stop_on_error
+            error = {"code": failure.code, "type": failure.type, "detail": failure.detail}
+            reports[index] = _batch_report(entry, "error", _ms(begun), error=error)
+
+        async def slotted(index: int) -> None:
+            async with slots:
+                await run(index)
+
+        if parallel:
+            await asyncio.gather(*(slotted(i) for i in range(len(entries))))
+        else:
+            for index in range(len(entries)):
+                await run(index)
+        counts = {status: sum(r["status"] == status for r in reports) for status in ("ok", "error", "skipped")}
+        return {"results": reports, **counts, "durationMs": round(_ms(started), 3)}
 
     def _check_args(self, tool: Tool, args: Mapping[str, Any]) -> None:
         validator = self._validators.get(id(tool))
@@ -254,6 +311,59 @@ class Gateway:
             return f"{app_id} has no binding for {self.platform} or web (it has {', '.join(known.bindings)})."
         web = "" if hint else " For a web app, call web:discover with its domain or URL first."
         return f"no app '{app_id}' is installed; known apps: {', '.join(ids) or 'none'}.{hint}{web}"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchEntry:
+    app: str
+    tool: str
+    args: Mapping[str, Any]
+
+
+def _batch_entry(index: int, raw: Any) -> BatchEntry | AaiError:
+    where = f"calls[{index}]"
+    if not isinstance(raw, Mapping):
+        return InvalidParams(f"{where} must be an object {{app, tool, args}}, got {type(raw).__name__}")
+    app, tool, args = raw.get("app"), raw.get("tool"), raw.get("args")
+    if not isinstance(app, str) or not app:
+        return InvalidParams(f"{where}.app must be a non-empty string (an app id)")
+    if not isinstance(tool, str) or not tool:
+        return InvalidParams(f"{where}.tool must be a non-empty string (an operation name from the guide)")
+    if args is not None and not isinstance(args, Mapping):
+        return InvalidParams(f"{where}.args must be an object of named arguments, got {type(args).__name__}")
+    extra = sorted(set(raw) - {"app", "tool", "args"})
+    if extra:
+        return InvalidParams(f"{where} has unknown keys {', '.join(map(str, extra))}; it takes app, tool and args")
+    return BatchEntry(app, tool, args or {})
+
+
+def _batch_report(entry: BatchEntry | AaiError, status: str, duration_ms: float = 0.0, **more: Any) -> dict[str, Any]:
+    report: dict[str, Any] = {"app": entry.app, "tool": entry.tool} if isinstance(entry, BatchEntry) else {}
+    report["status"] = status
+    if status != "skipped":
+        report["durationMs"] = round(duration_ms, 3)
+    return report | more
+
+
+def _ask_once(ask: Ask, entries: Sequence[BatchEntry | AaiError]) -> Ask:
+    """The batch's asker: one question per app and tool, whose answer every call of that tool awaits."""
+    answers: dict[tuple[str, str], asyncio.Task[Answer | None]] = {}
+    shared: dict[tuple[str, str], int] = {}
+    for entry in entries:
+        if isinstance(entry, BatchEntry):
+            shared[entry.app, entry.tool] = shared.get((entry.app, entry.tool), 0) + 1
+
+    async def once(question: Question) -> Answer | None:
+        key = (question.app, question.tool)
+        if key not in answers:
+            count = shared.get(key, 1)
+            if count > 1:
+                note = ("aai:batch", f"this answer applies to all {count} calls of {question.tool} in the batch")
+                question = replace(question, arguments=(*question.arguments, note))
+            answers[key] = asyncio.ensure_future(ask(question))
+        return await answers[key]
+
+    return once
 
 
 def _fingerprints(apps: list[Descriptor]) -> dict[str, str]:

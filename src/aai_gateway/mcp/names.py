@@ -1,8 +1,8 @@
 """MCP tool names in both spellings.
 
-The protocol's names (`app:com.apple.mail`, `aai:exec`, `web:discover`, `com.apple.mail:send_email`)
+The protocol's names (`app:com.apple.mail`, `aai:exec`, `aai:batch`, `web:discover`, `com.apple.mail:send_email`)
 contain characters some clients refuse, so a setting lists strict names matching
-`^[a-zA-Z0-9_-]{1,64}$` instead (`app_com_apple_mail`, `aai_exec`, `web_discover`,
+`^[a-zA-Z0-9_-]{1,64}$` instead (`app_com_apple_mail`, `aai_exec`, `aai_batch`, `web_discover`,
 `com_apple_mail__send_email`). Calls are accepted in either spelling whatever the setting.
 """
 
@@ -18,12 +18,13 @@ from aai_gateway.descriptor import Descriptor
 
 APP_PREFIX = "app:"
 EXEC = "aai:exec"
+BATCH = "aai:batch"
 DISCOVER = "web:discover"
 STRICT_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _NOT_STRICT = re.compile(r"[^a-zA-Z0-9_-]")
 MAX = 64
 
-Kind = Literal["guide", "exec", "discover", "direct"]
+Kind = Literal["guide", "exec", "batch", "discover", "direct"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,11 @@ class Names:
     def __init__(self, apps: Iterable[Descriptor], platform: str, style: str = "spec") -> None:
         self.style = style
         self.collisions: list[str] = []
-        self._strict: dict[str, Target] = {strict(EXEC): Target("exec"), strict(DISCOVER): Target("discover")}
+        self._strict: dict[str, Target] = {
+            strict(EXEC): Target("exec"),
+            strict(BATCH): Target("batch"),
+            strict(DISCOVER): Target("discover"),
+        }
         self._guide_names: dict[str, str] = {}
         for app in apps:
             self._guide_names[app.app_id] = self._claim(strict(APP_PREFIX + app.app_id), Target("guide", app.app_id))
@@ -71,6 +76,10 @@ class Names:
         return EXEC if self.style == "spec" else strict(EXEC)
 
     @property
+    def batch(self) -> str:
+        return BATCH if self.style == "spec" else strict(BATCH)
+
+    @property
     def discover(self) -> str:
         return DISCOVER if self.style == "spec" else strict(DISCOVER)
 
@@ -81,6 +90,8 @@ class Names:
         """What a called name means, in either spelling; None when it means nothing."""
         if name == EXEC:
             return Target("exec")
+        if name == BATCH:
+            return Target("batch")
         if name == DISCOVER:
             return Target("discover")
         if name.startswith(APP_PREFIX):

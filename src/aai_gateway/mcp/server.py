@@ -1,6 +1,7 @@
 """The MCP server: the guide model of seed 004 and the resource model of seed 003, side by side.
 
-Guide model: `tools/list` holds one `app:<appId>` entry per app plus `web:discover` and `aai:exec`.
+Guide model: `tools/list` holds one `app:<appId>` entry per app plus `web:discover` and `aai:exec`
+(`aai:batch` runs several `aai:exec` calls in one).
 Resource model: `resources/list` and `resources/read` give each app's descriptor, and `tools/call`
 with `<appId>:<tool>` runs a tool directly. Both go through the same `Gateway`.
 """
@@ -23,9 +24,9 @@ from aai_gateway.consent import ANSWER_TITLES, Answer, Ask, Question
 from aai_gateway.descriptor.guide import catalogue_entry
 from aai_gateway.errors import AaiError, AppNotFound, InvalidParams, ToolNotFound
 from aai_gateway.mcp.errors import to_mcp, to_result
-from aai_gateway.mcp.names import APP_PREFIX, DISCOVER, EXEC, Names, Target
+from aai_gateway.mcp.names import APP_PREFIX, BATCH, DISCOVER, EXEC, Names, Target
 from aai_gateway.mcp.notify import Notifier
-from aai_gateway.service import Caller, Gateway
+from aai_gateway.service import MAX_BATCH, Caller, Gateway
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,57 @@ EXEC_SCHEMA: dict[str, Any] = {
         "args": {"type": "object", "description": "Parameters"},
     },
     "required": ["app", "tool"],
+}
+BATCH_DESCRIPTION = (
+    f"Run several app operations in one call, in parallel by default. Parameters: calls [{{app, tool, args}}] "
+    f"(1 to {MAX_BATCH}), parallel, stopOnError. Results in order, each with its status."
+)
+BATCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "calls": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_BATCH,
+            "items": EXEC_SCHEMA,
+            "description": "Operations, each as aai:exec takes it",
+        },
+        "parallel": {"type": "boolean", "default": True, "description": "Run at once (else one after another)"},
+        "stopOnError": {"type": "boolean", "default": False, "description": "Skip calls not started after a failure"},
+    },
+    "required": ["calls"],
+}
+BATCH_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "results": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "app": {"type": "string"},
+                    "tool": {"type": "string"},
+                    "status": {"enum": ["ok", "error", "skipped"]},
+                    "result": {},
+                    "error": {
+                        "type": "object",
+                        "properties": {
+                            "code": {"type": "integer"},
+                            "type": {"type": "string"},
+                            "detail": {"type": "string"},
+                        },
+                    },
+                    "durationMs": {"type": "number"},
+                },
+                "required": ["status"],
+            },
+        },
+        "ok": {"type": "integer"},
+        "error": {"type": "integer"},
+        "skipped": {"type": "integer"},
+        "durationMs": {"type": "number"},
+    },
+    "required": ["results", "ok", "error", "skipped", "durationMs"],
 }
 CONSENT_FORM: dict[str, Any] = {
     "type": "object",
@@ -155,7 +207,7 @@ class GatewayServer:
         target = self.names.resolve(name)
         if target is None:
             raise ToolNotFound(
-                f"no tool named '{name}'; the tools are {APP_PREFIX}<appId>, {EXEC}, {DISCOVER} "
+                f"no tool named '{name}'; the tools are {APP_PREFIX}<appId>, {EXEC}, {BATCH}, {DISCOVER} "
                 "and <appId>:<tool> (see resources/list)"
             )
         return await self._run(caller, target, arguments)
@@ -168,6 +220,13 @@ class GatewayServer:
             return _result(await self.gateway.call(app, tool, args, caller))
         if target.kind == "direct":
             return _result(await self.gateway.call(target.app_id, target.tool, arguments, caller))
+        if target.kind == "batch":
+            calls, parallel, stop_on_error = _batch_arguments(arguments)
+            report = await self.gateway.batch(calls, caller, parallel=parallel, stop_on_error=stop_on_error)
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=json.dumps(report, ensure_ascii=False))],
+                structured_content=report,
+            )
         url = arguments.get("url")
         if not isinstance(url, str) or not url.strip():
             raise InvalidParams(f"{DISCOVER} needs 'url' as a non-empty string: a web app's domain or URL")
@@ -257,6 +316,16 @@ def _exec_arguments(arguments: dict[str, Any]) -> tuple[str, str, dict[str, Any]
     if not isinstance(args, dict):
         raise InvalidParams(f"{EXEC} needs 'args' as an object of named arguments, got {type(args).__name__}")
     return app, tool, args
+
+
+def _batch_arguments(arguments: dict[str, Any]) -> tuple[list[Any], bool, bool]:
+    calls, parallel, stop = arguments.get("calls"), arguments.get("parallel", True), arguments.get("stopOnError", False)
+    if not isinstance(calls, list):
+        raise InvalidParams(f"{BATCH} needs 'calls' as an array of {{app, tool, args}} objects (1 to {MAX_BATCH})")
+    for key, value in (("parallel", parallel), ("stopOnError", stop)):
+        if not isinstance(value, bool):
+            raise InvalidParams(f"{BATCH} needs '{key}' as true or false, got {type(value).__name__}")
+    return calls, parallel, stop
 
 
 def _caller(ctx: ServerRequestContext[Any], transport: str) -> Caller:
