@@ -311,6 +311,9 @@ async def test_bad_batches_are_refused_whole_and_strict_names_work(bus: Bus, ech
             assert error.code == -32005, arguments
             assert error.data is not None
             assert words in error.data["detail"], (arguments, error.data)
+        listed = {t.name: t for t in (await session.list_tools()).tools}
+        assert listed["aai_batch"].input_schema["properties"]["calls"]["maxItems"] == 100
+        assert listed["aai_batch"].output_schema is not None
         report = await batch(session, [echo("echo", text="strict")], name="aai_batch")
         assert outline(report) == [("ok", "strict")]
     assert len(history(env)) == 1, "a refused batch runs nothing"

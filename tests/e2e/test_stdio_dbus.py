@@ -50,7 +50,7 @@ async def test_list_guide_and_exec_every_basic_type(bus: Bus, echo_app: None, tm
     home = home_with(tmp_path, TEST_APPS / "dev.aai.echo" / "aai.json")
     async with stdio_session(env_for(bus, home), tmp_path / "stderr.log") as session:
         listed = await session.list_tools()
-        assert [t.name for t in listed.tools] == ["app:dev.aai.echo", "web:discover", "aai:exec"]
+        assert [t.name for t in listed.tools] == ["app:dev.aai.echo", "web:discover", "aai:exec", "aai:batch"]
         assert listed.tools[0].description == (
             "【Echo|回声】The test suite's own DBus service: echoes values of every basic type. "
             "Aliases: echo, test app. Call to get guide."

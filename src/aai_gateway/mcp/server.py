@@ -1,7 +1,7 @@
 """The MCP server: the guide model of seed 004 and the resource model of seed 003, side by side.
 
-Guide model: `tools/list` holds one `app:<appId>` entry per app plus `web:discover` and `aai:exec`
-(`aai:batch` runs several `aai:exec` calls in one).
+Guide model: `tools/list` holds one `app:<appId>` entry per app plus `web:discover`, `aai:exec` and
+`aai:batch` (several `aai:exec` calls in one).
 Resource model: `resources/list` and `resources/read` give each app's descriptor, and `tools/call`
 with `<appId>:<tool>` runs a tool directly. Both go through the same `Gateway`.
 """
@@ -190,6 +190,14 @@ class GatewayServer:
         ]
         tools.append(types.Tool(name=names.discover, description=DISCOVER_DESCRIPTION, input_schema=DISCOVER_SCHEMA))
         tools.append(types.Tool(name=names.exec, description=EXEC_DESCRIPTION, input_schema=EXEC_SCHEMA))
+        tools.append(
+            types.Tool(
+                name=names.batch,
+                description=BATCH_DESCRIPTION,
+                input_schema=BATCH_SCHEMA,
+                output_schema=BATCH_OUTPUT_SCHEMA,
+            )
+        )
         return types.ListToolsResult(tools=tools)
 
     async def _call_tool(
