@@ -6,9 +6,10 @@ Nothing here raises for a bad file: `load` returns the problems, so one bad file
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
@@ -17,6 +18,7 @@ from typing import Any
 
 from jsonschema import Draft7Validator, SchemaError
 
+from aai_gateway import __version__, problems
 from aai_gateway.descriptor.formats import detect, normalise
 from aai_gateway.descriptor.model import Descriptor, Shape
 from aai_gateway.problems import Problem, describe, pointer, short
@@ -45,6 +47,27 @@ class Loaded:
 def validator(shape: Shape) -> Draft7Validator:
     text = files("aai_gateway.descriptor").joinpath(f"schemas/aai-{shape}.schema.json").read_text("utf-8")
     return Draft7Validator(json.loads(text))
+
+
+@cache
+def rules_fingerprint() -> str:
+    """Changes whenever the checks could give another verdict: the package version, the schemas, this module."""
+    digest = hashlib.blake2b(__version__.encode(), digest_size=16)
+    schemas = files("aai_gateway.descriptor").joinpath("schemas")
+    for shape in ("multi", "single", "camel"):
+        digest.update(schemas.joinpath(f"aai-{shape}.schema.json").read_bytes())
+    for module in (__file__, problems.__file__):
+        digest.update(Path(module).read_bytes())
+    return digest.hexdigest()
+
+
+def load_checked(data: bytes, source: str, found: Sequence[Problem]) -> Loaded:
+    """A descriptor whose exact bytes passed these checks before (with the warnings `found`): parse and
+    normalise only. The caller vouches for the bytes (a content hash under the same `rules_fingerprint`)."""
+    doc = json.loads(data.decode("utf-8-sig"))
+    shape = detect(doc)
+    assert shape is not None, source
+    return Loaded(source, normalise(doc, shape, source), tuple(found))
 
 
 def load(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Loaded:
@@ -251,7 +274,7 @@ def _urls(doc: Mapping[str, Any], shape: Shape) -> list[tuple[list[str | int], A
 
 def _schema_problems(schema: Any, at: list[str | int], source: str, *, root_object: bool = True) -> list[Problem]:
     try:
-        Draft7Validator.check_schema(schema)
+        _check_schema(schema)
     except SchemaError as exc:
         where = pointer([*at, *exc.absolute_path])
         return [Problem(source, where, f"is not a valid JSON Schema: {describe(exc)}")]
@@ -266,6 +289,22 @@ def _schema_problems(schema: Any, at: list[str | int], source: str, *, root_obje
             )
         ]
     return []
+
+
+_VALID_SCHEMAS: set[str] = set()
+"""Tools' parameter schemas repeat across tools and apps: each distinct valid one is checked once."""
+
+
+def _check_schema(schema: Any) -> None:
+    try:
+        text = json.dumps(schema, sort_keys=True)
+    except (RecursionError, ValueError):
+        text = None
+    if text is not None and text in _VALID_SCHEMAS:
+        return
+    Draft7Validator.check_schema(schema)
+    if text is not None and len(_VALID_SCHEMAS) < 4096:
+        _VALID_SCHEMAS.add(text)
 
 
 def _kind(value: Any) -> str:

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from aai_gateway.config import Settings
-from aai_gateway.descriptor.validate import Loaded, load
+from aai_gateway.descriptor.validate import Loaded
+from aai_gateway.discovery.checked import Checked
 from aai_gateway.discovery.registry import Scan
 from aai_gateway.problems import Problem
 
@@ -76,5 +77,7 @@ def scan(settings: Settings, previous: Scan | None = None) -> Scan:
     With `previous`, a descriptor that was good then and is broken now keeps its good version.
     """
     problems: list[Problem] = []
-    loaded: list[Loaded] = [load(p, max_bytes=settings.max_descriptor_bytes) for p in candidates(settings, problems)]
+    checked = Checked(settings.cache_dir)
+    loaded: list[Loaded] = [checked.load(p, settings.max_descriptor_bytes) for p in candidates(settings, problems)]
+    checked.save()
     return Scan.build(loaded, problems, settings.platform, previous)
