@@ -32,12 +32,41 @@ async def watch(settings: Settings, on_change: OnChange) -> None:
             group.start_soon(_tick, settings.scan_interval_minutes * 60, on_change)
 
 
-async def _files(roots: list[Path], on_change: OnChange) -> None:
+def relevance(roots: list[Path]) -> Callable[[Change, str], bool]:
+    """The filter of events that may change the apps: `aai.json` files, and app folders directly in a root.
+
+    Other files directly in a root (the history database and its WAL, consent.json, config.json, the web
+    token and their temporary files) are written while serving, and must not cause rescans: a path directly
+    in a root counts only while it is a folder, or when it was one.
+    """
+    folders = {child for root in roots for child in _folders(root)}
+
     def relevant(change: Change, path: str) -> bool:
         where = Path(path)
-        return where.name == DESCRIPTOR or where.parent in roots
+        if where.name == DESCRIPTOR:
+            return True
+        if where.parent not in roots:
+            return False
+        if where.is_dir():
+            folders.add(where)
+            return True
+        if where in folders:
+            folders.discard(where)
+            return True
+        return False
 
-    async for batch in awatch(*roots, watch_filter=relevant, debounce=200, step=50, recursive=True):
+    return relevant
+
+
+def _folders(root: Path) -> list[Path]:
+    try:
+        return [child for child in root.iterdir() if child.is_dir()]
+    except OSError:
+        return []
+
+
+async def _files(roots: list[Path], on_change: OnChange) -> None:
+    async for batch in awatch(*roots, watch_filter=relevance(roots), debounce=200, step=50, recursive=True):
         await on_change(f"{len(batch)} descriptor change(s)")
 
 
