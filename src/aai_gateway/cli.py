@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from aai_gateway import __version__, logs, paths
-from aai_gateway.auth.provider import WebAuth, web_auth
 from aai_gateway.config import Settings, load_settings
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_document, load
-from aai_gateway.discovery import Scan, openapi, scan, sdef
+from aai_gateway.discovery import Scan, scan
 from aai_gateway.errors import AaiError, ConfigError
 from aai_gateway.history import HISTORY_FILE, STATUSES, HistoryStore, HistoryUnavailable, Record, parse_time
 from aai_gateway.service import Caller, Gateway
 
 if TYPE_CHECKING:
     from aai_gateway.auth.oauth import AuthStatus
+    from aai_gateway.auth.provider import WebAuth
     from aai_gateway.consent import ConsentStore
 
 log = logging.getLogger("aai_gateway.scan")
@@ -124,6 +124,9 @@ def main(
     if ctx.invoked_subcommand is not None:
         return
     if bus_name is not None:
+        # Generators and web auth are imported where used: `--mcp` starts without them.
+        from aai_gateway.discovery import openapi, sdef
+
         if mode is not None:
             _fail(f"--generate cannot be combined with --{mode}")
         if sdef.is_source(bus_name):
@@ -297,7 +300,7 @@ def _discover_windows(settings: Settings, as_json: bool) -> None:
 
 def _generate_sdef(source: str, fmt: str, out: Path | None, app_id: str | None) -> None:
     """--generate with a macOS scripting definition: an .sdef file, or an .app bundle's own."""
-    from aai_gateway.discovery import scriptable
+    from aai_gateway.discovery import scriptable, sdef
 
     try:
         found = scriptable.definition(Path(source))
@@ -335,6 +338,8 @@ def _write_generated(document: dict[str, Any], out: Path | None) -> None:
 
 def _generate_openapi(settings: Settings, source: str, out: Path | None, app_id: str | None) -> None:
     """--generate with an OpenAPI 3 document (JSON): a file, or an http(s) URL fetched like web:discover."""
+    from aai_gateway.discovery import openapi
+
     is_url = not Path(source).is_file()
     try:
         data = asyncio.run(openapi.fetch(source, settings)) if is_url else Path(source).read_bytes()
@@ -599,6 +604,8 @@ def auth() -> None:
 def _web_auth(settings: Settings, app_id: str) -> WebAuth:
     """An installed app by id, or a web app by the site URL it was discovered at (its settings are keyed
     by that site, as the gateway keys them when it calls the app)."""
+    from aai_gateway.auth.provider import web_auth
+
     found = scan(settings).apps.get(app_id)
     if found is None and app_id.startswith(("https://", "http://")):
         try:
@@ -718,6 +725,8 @@ def auth_status(ctx: click.Context, app: str | None, as_json: bool) -> None:
     if app is not None:
         targets = [_web_auth(settings, app)]
     else:
+        from aai_gateway.auth.provider import web_auth
+
         found = (web_auth(a) for a in scan(settings).apps.values())
         targets = [w for w in found if w is not None and w.kind == "oauth2"]
 
