@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO, Any
 
 from bench.descriptors import write_home
 from bench.jsonlines import INITIALIZE, INITIALIZED, answer, send, spawn
@@ -26,6 +27,19 @@ from tests.support import TEST_APPS, Bus, install_descriptor, running, start_app
 IN_FLIGHT = 16
 CALL = {"name": "aai:exec", "arguments": {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "hello"}}}
 BARE = "import mcp, pathlib; print(next(l for l in pathlib.Path('/proc/self/status').open() if l.startswith('VmRSS')))"
+
+
+def replies(stdout: IO[bytes] | None, ids: set[int]) -> list[dict[str, Any]]:
+    """The results of the requests `ids`, in whatever order they are answered."""
+    assert stdout is not None
+    found = []
+    while ids:
+        message = json.loads(stdout.readline() or b"null")
+        assert message is not None, "the gateway closed stdout before answering"
+        if message.get("id") in ids and "method" not in message:
+            ids.discard(message["id"])
+            found.append(message["result"])
+    return found
 
 
 def rss_mb(pid: int) -> float:
@@ -66,8 +80,7 @@ def main(apps: int, calls: int, every: int) -> None:
                             send(
                                 proc.stdin, {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": CALL}
                             )
-                        for request_id in batch:
-                            reply = answer(proc.stdout, request_id)[0]["result"]
+                        for reply in replies(proc.stdout, set(batch)):
                             assert not reply.get("isError"), reply
                         next_id += len(batch)
                         before = done
