@@ -5,19 +5,26 @@ which is what most clients want and is faster; server-to-client notifications tr
 session's GET stream. The listening socket is made with IPPROTO_TCP so that asyncio switches on
 TCP_NODELAY for every connection (with protocol 0 it does not, and each response waits ~40 ms for
 a delayed ACK).
+
+Requests to `/mcp` go straight to the SDK's transport, past Starlette's router and middleware, which
+only the web UI needs. uvicorn uses httptools to parse HTTP when it is installed, and the server
+runs on uvloop when that is installed: both are optional and each saves a part of every call.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import socket
 import sys
+from typing import Any
 
 import anyio
 import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.routing import Mount
+from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from aai_gateway.mcp.reload import keep_fresh
 from aai_gateway.mcp.server import GatewayServer
@@ -63,6 +70,29 @@ def security(host: str) -> TransportSecuritySettings:
     )
 
 
+class McpFirst:
+    """ASGI front: `/mcp` requests straight to the MCP transport, everything else (the UI, 404s, lifespan) to `app`."""
+
+    def __init__(self, app: Starlette, mcp: ASGIApp) -> None:
+        self.app = app
+        self.mcp = mcp
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == MCP_PATH:
+            await self.mcp(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+
+def mcp_endpoint(app: Starlette) -> ASGIApp:
+    """The ASGI app the SDK routes `/mcp` to."""
+    for route in app.router.routes:
+        if isinstance(route, Route) and route.path == MCP_PATH:
+            endpoint: ASGIApp = route.app
+            return endpoint
+    raise LookupError(f"the MCP app has no route for {MCP_PATH}")
+
+
 def build_app(server: GatewayServer, ui: Access | None = None, port: int | None = None) -> Starlette:
     """MCP at /mcp, and the web UI at /ui when `ui` (its login token) is given and enableWebUI is on."""
     settings = server.gateway.settings
@@ -93,7 +123,16 @@ def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None) 
     """Serve until interrupted, on an already listening socket."""
     server = GatewayServer(gateway, transport="http")
     app = build_app(server, ui, sock.getsockname()[1])
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=3)
+    front = McpFirst(app, mcp_endpoint(app))
+    # Nothing stands between the gateway and its clients, so forwarded-for headers are not trusted.
+    config = uvicorn.Config(
+        front,
+        log_level="warning",
+        lifespan="on",
+        access_log=False,
+        proxy_headers=False,
+        timeout_graceful_shutdown=3,
+    )
     web = uvicorn.Server(config)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
@@ -108,4 +147,5 @@ def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None) 
         finally:
             await gateway.aclose()
 
-    anyio.run(main)
+    options: dict[str, Any] = {"use_uvloop": importlib.util.find_spec("uvloop") is not None}
+    anyio.run(main, backend_options=options)
