@@ -2,33 +2,47 @@
 
 Run from the repository root after `scripts/test` has made the venv:
 
-    .venv/bin/python -m bench.exec_latency [--calls 2000]
+    .venv/bin/python -m bench.exec_latency [--calls 2000] [--rounds 3] [--no-http]
 
 Everything runs in this one process tree on a private DBus bus; the direct call is measured in the
-same run, so the ratios are what to compare across machines.
+same run, so the ratios are what to compare across machines. Over stdio the gateway is driven twice:
+by a raw JSON-lines client (write requests, read answers by id: what the gateway itself costs) and by
+the official MCP SDK client (what an SDK-based agent sees, the client's own overhead included).
+Each row is measured `--rounds` times; the p50 shown is the median of the rounds, with their spread.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from functools import partial
 from pathlib import Path
 
 from dbus_fast import Message
 from dbus_fast.aio import MessageBus
 
 from tests.e2e.mcp_client import http_session, stdio_session, web_gateway
+from tests.e2e.raw_client import raw_session
 from tests.support import TEST_APPS, Bus, install_descriptor, running, start_app
 
 ARGS = {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "hello"}}
+EXEC = ("aai:exec", ARGS)
+RAW_EXEC = {"name": "aai:exec", "arguments": ARGS}
+DIRECT = "direct dbus-fast call"
+RAW_CALLER = "bench-raw"
+IN_FLIGHT = 16
+
+Call = Callable[[], Awaitable[object]]
 
 
-async def throughput(call: Callable[[], Awaitable[object]], calls: int, in_flight: int = 16) -> float:
+async def throughput(call: Call, calls: int, in_flight: int = IN_FLIGHT) -> float:
     """Calls per second with `in_flight` calls outstanding at all times."""
     remaining = calls
 
@@ -43,7 +57,7 @@ async def throughput(call: Callable[[], Awaitable[object]], calls: int, in_fligh
     return calls / (time.perf_counter() - started)
 
 
-async def measure(call: Callable[[], Awaitable[object]], calls: int, warmup: int) -> list[float]:
+async def measure(call: Call, calls: int, warmup: int) -> list[float]:
     for _ in range(warmup):
         await call()
     times = []
@@ -54,36 +68,39 @@ async def measure(call: Callable[[], Awaitable[object]], calls: int, warmup: int
     return times
 
 
-def row(name: str, times: list[float], base: float | None) -> str:
-    p50 = statistics.median(times)
-    p99 = statistics.quantiles(times, n=100)[98]
-    ratio = f"{p50 / base:5.2f}x" if base else "  1.00x"
-    extra = f"  (+{p50 - base:.3f} ms over direct)" if base else ""
-    return f"{name:<28} p50 {p50:7.3f} ms   p99 {p99:7.3f} ms   {ratio}{extra}"
+class Figures:
+    """Each row's p50 and 16-in-flight rate per round."""
+
+    def __init__(self) -> None:
+        self.p50: dict[str, list[float]] = {}
+        self.p99: dict[str, list[float]] = {}
+        self.rates: dict[str, list[float]] = {}
+
+    async def take(self, name: str, call: Call, calls: int, warmup: int) -> None:
+        times = await measure(call, calls, warmup)
+        self.p50.setdefault(name, []).append(statistics.median(times))
+        self.p99.setdefault(name, []).append(statistics.quantiles(times, n=100)[98])
+        self.rates.setdefault(name, []).append(await throughput(call, calls))
+
+    def report(self) -> str:
+        base = statistics.median(self.p50[DIRECT])
+        base_rate = statistics.median(self.rates[DIRECT])
+        lines = [f"{'':<26} {'p50 ms':>8} {'spread':>15} {'p99 ms':>8} {'ratio':>7} {'over direct':>12}"]
+        for name, p50s in self.p50.items():
+            p50 = statistics.median(p50s)
+            spread = f"{min(p50s):.3f}-{max(p50s):.3f}"
+            p99 = statistics.median(self.p99[name])
+            over = f"+{p50 - base:.3f} ms" if name != DIRECT else ""
+            lines.append(f"{name:<26} {p50:8.3f} {spread:>15} {p99:8.3f} {p50 / base:6.2f}x {over:>12}")
+        lines.append(f"\nwith {IN_FLIGHT} calls in flight on one connection or session:")
+        for name, rates in self.rates.items():
+            rate = statistics.median(rates)
+            spread = f"{min(rates):.0f}-{max(rates):.0f}"
+            lines.append(f"{name:<26} {rate:8.0f} calls/s {spread:>13}   {rate / base_rate:5.2f}x of direct")
+        return "\n".join(lines)
 
 
-async def direct(bus_address: str, calls: int, warmup: int) -> tuple[list[float], float]:
-    bus = await MessageBus(bus_address=bus_address).connect()
-
-    async def call() -> object:
-        return await bus.call(
-            Message(
-                destination="dev.aai.Echo",
-                path="/dev/aai/Echo",
-                interface="dev.aai.Echo",
-                member="Echo",
-                signature="s",
-                body=["hello"],
-            )
-        )
-
-    try:
-        return await measure(call, calls, warmup), await throughput(call, calls)
-    finally:
-        bus.disconnect()
-
-
-async def main(calls: int, warmup: int) -> None:
+async def main(calls: int, warmup: int, rounds: int, http: bool) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         bus = Bus(work / "bus")
@@ -91,26 +108,44 @@ async def main(calls: int, warmup: int) -> None:
             with running(start_app([sys.executable, str(TEST_APPS / "echo_service.py")], bus.env())):
                 home = work / "home"
                 install_descriptor(home / ".aai", TEST_APPS / "dev.aai.echo" / "aai.json")
+                allow_raw = {"consent": {"rules": [{"caller": RAW_CALLER, "app": "dev.aai.echo", "decision": "allow"}]}}
+                (home / ".aai" / "config.json").write_text(json.dumps(allow_raw))  # a raw client cannot be asked
                 env = bus.env(HOME=str(home), AAI_PLATFORM="linux")
-                base_times, base_rate = await direct(bus.address, calls, warmup)
-                base = statistics.median(base_times)
-                rates = {"direct dbus-fast call": base_rate}
-                print(f"{calls} calls each after {warmup} warm-up calls; echo of a 5-byte string\n")
-                print(row("direct dbus-fast call", base_times, None))
-                async with stdio_session(env, work / "stdio.log") as session:
-                    times = await measure(lambda: session.call_tool("aai:exec", ARGS), calls, warmup)
-                    rates["aai:exec over stdio"] = await throughput(lambda: session.call_tool("aai:exec", ARGS), calls)
-                print(row("aai:exec over stdio", times, base))
-                with web_gateway(env, work / "web.log") as url:
-                    async with http_session(url) as session:
-                        times = await measure(lambda: session.call_tool("aai:exec", ARGS), calls, warmup)
-                        rates["aai:exec over HTTP"] = await throughput(
-                            lambda: session.call_tool("aai:exec", ARGS), calls
+                figures = Figures()
+                direct = await MessageBus(bus_address=bus.address).connect()
+
+                async def direct_echo() -> object:
+                    # A new Message each call: dbus-fast numbers each one it sends.
+                    return await direct.call(
+                        Message(
+                            destination="dev.aai.Echo",
+                            path="/dev/aai/Echo",
+                            interface="dev.aai.Echo",
+                            member="Echo",
+                            signature="s",
+                            body=["hello"],
                         )
-                print(row("aai:exec over HTTP", times, base))
-                print("\nwith 16 calls in flight on one connection or session:")
-                for name, rate in rates.items():
-                    print(f"{name:<28} {rate:8.0f} calls/s   {rate / base_rate:5.2f}x of direct")
+                    )
+
+                async with AsyncExitStack() as sessions:
+                    raw = await sessions.enter_async_context(raw_session(env, work / "raw.log", RAW_CALLER))
+                    sdk = await sessions.enter_async_context(stdio_session(env, work / "stdio.log"))
+                    web = None
+                    if http:
+                        url = sessions.enter_context(web_gateway(env, work / "web.log"))
+                        web = await sessions.enter_async_context(http_session(url))
+                    raw_exec = partial(raw.request, "tools/call", RAW_EXEC)
+                    for _ in range(rounds):
+                        await figures.take(DIRECT, direct_echo, calls, warmup)
+                        await figures.take("aai:exec stdio, raw", raw_exec, calls, warmup)
+                        await figures.take("aai:exec stdio, SDK client", partial(sdk.call_tool, *EXEC), calls, warmup)
+                        if web is not None:
+                            await figures.take(
+                                "aai:exec HTTP, SDK client", partial(web.call_tool, *EXEC), calls, warmup
+                            )
+                direct.disconnect()
+                print(f"{rounds} rounds of {calls} calls each after {warmup} warm-up calls; echo of a 5-byte string\n")
+                print(figures.report())
         finally:
             bus.stop()
 
@@ -119,5 +154,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-http", dest="http", action="store_false", help="leave out streamable HTTP")
     options = parser.parse_args()
-    asyncio.run(main(options.calls, options.warmup))
+    asyncio.run(main(options.calls, options.warmup, options.rounds, options.http))

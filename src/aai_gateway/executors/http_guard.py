@@ -13,7 +13,7 @@ import asyncio
 import ipaddress
 import socket
 
-from aai_gateway.addresses import address_refusal
+from aai_gateway.addresses import address_refusal, ip_of
 from aai_gateway.config import Settings
 from aai_gateway.errors import ApiRequestFailed
 from aai_gateway.executors.http_request import Base
@@ -51,17 +51,28 @@ def refusal(address: Address, settings: Settings) -> str | None:
 
 
 async def check_host(base: Base, settings: Settings) -> None:
-    """Resolve the base URL's host and refuse it unless every address it resolves to may be reached."""
+    """Resolve the base URL's host and refuse it unless every address it resolves to may be reached.
+
+    A host that is an IP address is judged as it is, without a trip through the resolver's thread.
+    """
+    literal = ip_of(base.host)
+    if literal is not None:
+        addresses = [literal]
+    else:
+        addresses = await _resolve(base)
+    for address in addresses:
+        reason = refusal(address, settings)
+        if reason:
+            raise ApiRequestFailed(f"{base.host} resolves to {address}, which {reason}")
+
+
+async def _resolve(base: Base) -> list[Address]:
     loop = asyncio.get_running_loop()
     try:
         infos = await loop.getaddrinfo(base.host, base.effective_port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
         raise ApiRequestFailed(f"cannot resolve {base.host}: {exc}") from None
-    for *_, sockaddr in infos:
-        address = ipaddress.ip_address(str(sockaddr[0]).partition("%")[0])
-        reason = refusal(address, settings)
-        if reason:
-            raise ApiRequestFailed(f"{base.host} resolves to {address}, which {reason}")
+    return [ipaddress.ip_address(str(sockaddr[0]).partition("%")[0]) for *_, sockaddr in infos]
 
 
 def _plain(address: Address) -> Address:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp import MCPError, ServerSession
 from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.connection import Connection
 from mcp.server.models import InitializationOptions
 from pydantic import ValidationError
 
@@ -142,6 +144,8 @@ class GatewayServer:
         self.transport = transport
         self.notifier = Notifier()
         self._names: Names | None = None
+        self.connection: Connection | None = None
+        """Over stdio, the one client's connection, once a request of it has been served."""
         self.server: Server[Any] = _Server(
             "aai-gateway",
             version=__version__,
@@ -160,6 +164,13 @@ class GatewayServer:
             on_list_prompts=self._list_prompts,
             on_subscriptions_listen=self.notifier.listen,
         )
+
+    def _seen(self, ctx: ServerRequestContext[Any]) -> None:
+        self.notifier.remember(ctx.session)
+        if self.transport == "stdio" and self.connection is None:
+            connection = getattr(ctx.session, "_connection", None)  # see Notifier.remember
+            if isinstance(connection, Connection):
+                self.connection = connection
 
     @property
     def names(self) -> Names:
@@ -182,7 +193,7 @@ class GatewayServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        self.notifier.remember(ctx.session)
+        self._seen(ctx)
         names = self.names
         tools = [
             types.Tool(name=names.guide(app.app_id), description=catalogue_entry(app), input_schema=EMPTY_SCHEMA)
@@ -203,7 +214,7 @@ class GatewayServer:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        self.notifier.remember(ctx.session)
+        self._seen(ctx)
         try:
             return await self._dispatch(_caller(ctx, self.transport), params.name, params.arguments or {})
         except AaiError as exc:
@@ -218,9 +229,9 @@ class GatewayServer:
                 f"no tool named '{name}'; the tools are {APP_PREFIX}<appId>, {EXEC}, {BATCH}, {DISCOVER} "
                 "and <appId>:<tool> (see resources/list)"
             )
-        return await self._run(caller, target, arguments)
+        return await self.run(caller, target, arguments)
 
-    async def _run(self, caller: Caller, target: Target, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def run(self, caller: Caller, target: Target, arguments: dict[str, Any]) -> types.CallToolResult:
         if target.kind == "guide":
             return _text(self.gateway.guide(target.app_id))
         if target.kind == "exec":
@@ -243,7 +254,7 @@ class GatewayServer:
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        self.notifier.remember(ctx.session)
+        self._seen(ctx)
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
@@ -299,7 +310,7 @@ class GatewayServer:
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        self.notifier.remember(ctx.session)
+        self._seen(ctx)
         uri = str(params.uri)
         if not uri.startswith(APP_PREFIX):
             raise to_mcp(AppNotFound(f"no resource '{uri}'; resources are app:<appId> (see resources/list)"))
@@ -361,19 +372,38 @@ def _asker(ctx: ServerRequestContext[Any]) -> Ask | None:
                 "could not ask about %s:%s: the client has no open stream for requests", question.app, question.tool
             )
             return None
-        try:
-            with anyio.fail_after(ASK_TIMEOUT):
-                result = await session.elicit_form(question.message(), CONSENT_FORM, related_request_id=related)
-        except (MCPError, ValidationError, TimeoutError) as exc:
-            log.info("could not ask about %s:%s: %s", question.app, question.tool, exc)
-            return None
-        if result.action == "decline":
-            return Answer.DENY
-        decision = (result.content or {}).get("decision") if result.action == "accept" else None
-        known = {answer.value: answer for answer in Answer}
-        return known.get(decision) if isinstance(decision, str) else None
+        return await _asked(question, session.elicit_form(question.message(), CONSENT_FORM, related_request_id=related))
 
     return ask
+
+
+def asker_on(connection: Connection) -> Ask | None:
+    """`_asker` for a call served outside the SDK's request handling, on a connection with a back channel."""
+    params = connection.client_params
+    elicitation = params.capabilities.elicitation if params is not None else None
+    if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+        return None
+
+    async def ask(question: Question) -> Answer | None:
+        form = types.ElicitRequestFormParams(message=question.message(), requested_schema=CONSENT_FORM)
+        return await _asked(question, connection.send_request(types.ElicitRequest(params=form)))
+
+    return ask
+
+
+async def _asked(question: Question, asking: Awaitable[types.ElicitResult]) -> Answer | None:
+    """The user's answer to a consent form; None when there is none (an error, a timeout, a dismissed form)."""
+    try:
+        with anyio.fail_after(ASK_TIMEOUT):
+            result = await asking
+    except (MCPError, ValidationError, TimeoutError) as exc:
+        log.info("could not ask about %s:%s: %s", question.app, question.tool, exc)
+        return None
+    if result.action == "decline":
+        return Answer.DENY
+    decision = (result.content or {}).get("decision") if result.action == "accept" else None
+    known = {answer.value: answer for answer in Answer}
+    return known.get(decision) if isinstance(decision, str) else None
 
 
 async def _standalone_stream(session: ServerSession) -> bool:

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
 import anyio
 from mcp.server.stdio import stdio_server
 
@@ -9,12 +15,43 @@ from aai_gateway.mcp.reload import keep_fresh
 from aai_gateway.mcp.server import GatewayServer
 from aai_gateway.service import Gateway
 
+log = logging.getLogger(__name__)
+
+
+@asynccontextmanager
+async def _streams(server: GatewayServer) -> AsyncIterator[tuple[Any, Any]]:
+    """Streams on the event loop where stdin and stdout allow it, else the SDK's threaded transport."""
+    pipes = None
+    if sys.platform != "win32":
+        from aai_gateway.mcp.pipes import open_pipes  # noqa: PLC0415 (fcntl: POSIX only)
+
+        try:
+            pipes = await open_pipes()
+        except ValueError as exc:
+            log.debug("serving stdio through worker threads: %s", exc)
+    if pipes is None:
+        async with stdio_server() as pair:
+            yield pair
+        return
+    from aai_gateway.mcp.fast_calls import FastCalls  # noqa: PLC0415 (with the pipes)
+
+    fast = FastCalls(server, pipes.writer)
+    pipes.reader.shortcut = fast.take
+    try:
+        yield pipes.reader, pipes.writer
+    finally:
+        try:
+            with anyio.CancelScope(shield=True):
+                await fast.aclose()
+        finally:
+            pipes.close()
+
 
 def serve_stdio(gateway: Gateway) -> None:
     async def main() -> None:
         server = GatewayServer(gateway, transport="stdio")
         try:
-            async with anyio.create_task_group() as group, stdio_server() as (read, write):
+            async with anyio.create_task_group() as group, _streams(server) as (read, write):
                 group.start_soon(keep_fresh, server)
                 await server.server.run(read, write, server.initialization_options())
                 group.cancel_scope.cancel()

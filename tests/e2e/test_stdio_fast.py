@@ -1,0 +1,117 @@
+"""Calls over stdio answered on the gateway's fast path are answered exactly as the SDK's path answers them.
+
+A session's first request goes through the SDK; once one is served, `aai:exec` and `<appId>:<tool>`
+calls are taken straight off the wire. The same request sent before and after must get the same
+answer, cancellation must stop a call without an answer, and stdin that is a regular file still works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.raw_client import raw_session
+from tests.support import TEST_APPS, Bus, gateway_command, install_descriptor
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+CALLER = "raw-tests"
+
+
+def env_of(bus: Bus, tmp_path: Path, **config: Any) -> dict[str, str]:
+    home = tmp_path / "home"
+    install_descriptor(home / ".aai", TEST_APPS / "dev.aai.echo" / "aai.json")
+    rules = [{"caller": CALLER, "app": "dev.aai.echo", "decision": "allow"}]
+    (home / ".aai" / "config.json").write_text(json.dumps({"consent": {"rules": rules}, **config}))
+    return bus.env(HOME=str(home), AAI_PLATFORM="linux")
+
+
+CASES: list[tuple[str, dict[str, Any]]] = [
+    ("aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": 'hé "quoted" \n$(id)'}}),
+    ("dev.aai.echo:describe", {}),
+    ("aai:exec", {"app": "dev.aai.echo", "tool": "nope", "args": {}}),
+    ("aai:exec", {"app": "dev.aai.missing", "tool": "echo"}),
+    ("aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": 5}}),
+    ("aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": "text"}),
+    ("aai:exec", {"app": "dev.aai.echo"}),
+    ("dev.aai.echo:fail", {}),
+    ("aai_exec", {"app": "dev.aai.echo", "tool": "add", "args": {"a": 2, "b": 3}}),
+]
+
+
+@pytest.mark.parametrize("style", ["jsonrpc", "result"])
+async def test_the_fast_path_answers_as_the_sdk_does(bus: Bus, echo_app: None, tmp_path: Path, style: str) -> None:
+    env = env_of(bus, tmp_path, errorStyle=style)
+    for name, arguments in CASES:
+        # Without tools/list first, the first call of a session is the SDK's and the second the fast path's.
+        async with raw_session(env, tmp_path / "stderr.log", CALLER, list_tools=False) as client:
+            params = {"name": name, "arguments": arguments}
+            through_sdk = await client.message("tools/call", params)
+            taken = await client.message("tools/call", params)
+        assert through_sdk.pop("id") != taken.pop("id")
+        assert taken == through_sdk, name
+        assert client.unmatched == []
+
+
+async def test_a_cancelled_call_gets_no_answer_and_is_recorded(bus: Bus, echo_app: None, tmp_path: Path) -> None:
+    env = env_of(bus, tmp_path)
+    async with raw_session(env, tmp_path / "stderr.log", CALLER) as client:
+        slow = {"name": "aai:exec", "arguments": {"app": "dev.aai.echo", "tool": "slow", "args": {"seconds": 30}}}
+        request_id, answer = client.start("tools/call", slow)
+        await asyncio.sleep(0.3)  # the call is running in the app
+        client.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}})
+        echo = {"name": "aai:exec", "arguments": {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "next"}}}
+        assert (await client.request("tools/call", echo))["content"][0]["text"] == "next"
+        assert not answer.done()
+        answer.cancel()
+    assert client.unmatched == []
+    shown = subprocess.run(
+        [gateway_command(), "history", "--json", "--tool", "slow"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    records = json.loads(shown.stdout)
+    assert [(r["status"], r["error"]["type"]) for r in records] == [("error", "CANCELLED")]
+
+
+async def test_many_calls_in_flight_each_get_their_own_answer(bus: Bus, echo_app: None, tmp_path: Path) -> None:
+    env = env_of(bus, tmp_path)
+    async with raw_session(env, tmp_path / "stderr.log", CALLER) as client:
+        texts = [f"call {i}" for i in range(200)]
+        calls = [
+            client.request("tools/call", {"name": "dev.aai.echo:echo", "arguments": {"text": text}}) for text in texts
+        ]
+        answers = await asyncio.gather(*calls)
+    assert [a["content"][0]["text"] for a in answers] == texts
+
+
+def test_stdin_from_a_file_is_served_too(bus: Bus, echo_app: None, tmp_path: Path) -> None:
+    """A regular file cannot be watched by the event loop; the SDK's threaded transport serves it."""
+    env = env_of(bus, tmp_path)
+    requests = tmp_path / "requests.jsonl"
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": CALLER}},
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with requests.open("rb") as stdin:
+        done = subprocess.run(
+            [gateway_command(), "--mcp"], stdin=stdin, capture_output=True, env=env, timeout=60, check=False
+        )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2], done.stderr
+    assert "aai:exec" in {tool["name"] for tool in answers[1]["result"]["tools"]}
