@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from io import TextIOWrapper
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
@@ -23,7 +25,7 @@ def configure(level: str, log_dir: Path | None, *, stderr_level: str | None = No
     for handler in list(root.handlers):
         root.removeHandler(handler)
         handler.close()
-    formatter = logging.Formatter(FORMAT)
+    formatter = OnceFormatter(FORMAT)
     stderr = logging.StreamHandler(sys.stderr)
     stderr.setLevel(levels[1])
     stderr.setFormatter(formatter)
@@ -32,7 +34,7 @@ def configure(level: str, log_dir: Path | None, *, stderr_level: str | None = No
         return None
     try:
         log_dir.mkdir(parents=True, exist_ok=True)
-        file_handler = RotatingFileHandler(log_dir / LOG_FILE, maxBytes=2_000_000, backupCount=3, encoding="utf-8")
+        file_handler = SizedRotatingFileHandler(log_dir / LOG_FILE, maxBytes=2_000_000, backupCount=3, encoding="utf-8")
     except OSError as exc:
         root.warning("cannot write the log file in %s (%s); logging to stderr only", log_dir, exc)
         return None
@@ -40,3 +42,44 @@ def configure(level: str, log_dir: Path | None, *, stderr_level: str | None = No
     file_handler.setFormatter(formatter)
     root.addHandler(file_handler)
     return log_dir / LOG_FILE
+
+
+class OnceFormatter(logging.Formatter):
+    """Formats each record once, however many handlers (and rollover checks) ask for its text.
+
+    A call's log line goes to stderr and to the file, and the file handler formats it a second time
+    to decide whether to roll over: three formats, with a timestamp each, on every call otherwise.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        cached = record.__dict__.get("_aai_text")
+        if cached is None or cached[0] is not self:
+            cached = (self, super().format(record))
+            record.__dict__["_aai_text"] = cached
+        text: str = cached[1]
+        return text
+
+
+class SizedRotatingFileHandler(RotatingFileHandler):
+    """Rolls over on the size it has written, instead of two stats, a seek and a tell per record.
+
+    The count starts from the file's size when it is opened, so a restart goes on where it left off.
+    """
+
+    _written = 0
+
+    def _open(self) -> TextIOWrapper:
+        stream = super()._open()
+        try:
+            self._written = os.fstat(stream.fileno()).st_size
+        except OSError:
+            self._written = 0
+        return stream
+
+    def shouldRollover(self, record: logging.LogRecord) -> bool:  # noqa: N802 - the stdlib's name
+        if self.maxBytes <= 0:
+            return False
+        if self.stream is None:
+            self.stream = self._open()
+        self._written += len(self.format(record)) + 1
+        return self._written >= self.maxBytes

@@ -10,8 +10,8 @@ import asyncio
 import difflib
 import json
 import logging
+import os
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -156,7 +156,7 @@ class Gateway:
 
         The record is committed before the answer goes back: whatever a caller received is in the history.
         """
-        call_id = uuid.uuid4().hex[:12]
+        call_id = os.urandom(6).hex()  # as random as uuid4().hex[:12], for a fraction of its cost
         args = {} if args is None else args
         where = (call_id, caller.name, app_id, tool_name)
         pending = self._recorder.begin(

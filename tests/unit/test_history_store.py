@@ -249,3 +249,77 @@ def test_parse_time(text: str, expected: datetime) -> None:
 def test_parse_time_refuses(text: str) -> None:
     with pytest.raises(ValueError, match=r"expected an ISO date|reaches back"):
         parse_time(text, now=T0)
+
+
+def test_writes_on_the_event_loop_commit_there_and_checkpoint_on_the_writer(
+    store: HistoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "CHECKPOINT_EVERY", 100)
+    store.start()
+    jobs: list[str] = []
+    submit = store._submit
+
+    def counted(kind: str, record: Record | None = None) -> Any:
+        jobs.append(kind)
+        return submit(kind, record)
+
+    monkeypatch.setattr(store, "_submit", counted)
+
+    async def main() -> None:
+        for start in range(0, 250, 50):  # in bursts, as calls in flight end together
+            await asyncio.gather(
+                *(store.write(make(f"w{i}", T0 + timedelta(milliseconds=i))) for i in range(start, start + 50))
+            )
+
+    asyncio.run(main())
+    assert store.count() == 250
+    assert "record" not in jobs, "records are committed on the loop"
+    assert jobs.count("checkpoint") == 2, "the writer thread checkpoints every CHECKPOINT_EVERY records"
+
+
+def test_a_write_waits_for_another_writer_on_the_writer_thread(store: HistoryStore) -> None:
+    """Another process holding the write lock must neither fail the record nor stall the event loop."""
+    store.start()
+    other = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    released = threading.Event()
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+
+        def release() -> None:
+            other.execute("COMMIT")
+            released.set()
+
+        loop.call_later(0.3, release)
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while not released.is_set():
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        ticking = asyncio.create_task(tick())
+        await store.write(make("waited"))
+        await ticking
+        return ticks
+
+    ticks = asyncio.run(main())
+    other.close()
+    assert ticks > 10, "the event loop went on while the record waited for the lock"
+    assert [r.call_id for r in store.query()] == ["waited"]
+    assert store.count() == 1
+
+
+def test_a_write_on_the_loop_reports_an_unwritable_place(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    store = HistoryStore(blocker / "history.db")
+
+    async def main() -> None:
+        await store.write(make("x"))
+
+    with pytest.raises(HistoryUnavailable):
+        asyncio.run(main())
+    store.close()

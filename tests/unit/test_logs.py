@@ -45,3 +45,43 @@ def test_one_level_for_both_by_default(tmp_path: Path, capsys: pytest.CaptureFix
     logs.configure("debug", tmp_path)
     logging.getLogger("aai_gateway.x").debug("fine detail")
     assert "fine detail" in capsys.readouterr().err
+
+
+def test_the_file_rolls_over_by_size_and_keeps_counting_after_a_restart(tmp_path: Path) -> None:
+    file = logs.configure("info", tmp_path)
+    assert file is not None
+    handler = next(h for h in logging.getLogger("aai_gateway").handlers if isinstance(h, logs.SizedRotatingFileHandler))
+    handler.maxBytes = 10_000
+    logger = logging.getLogger("aai_gateway.calls")
+    for i in range(100):
+        logger.info("call %04d %s", i, "x" * 100)  # ~160 bytes a line: about 60 lines a file
+    handler.flush()
+    rolled = tmp_path / (logs.LOG_FILE + ".1")
+    assert rolled.exists()
+    assert 9_000 < rolled.stat().st_size <= 10_000
+    lines = rolled.read_text().splitlines() + file.read_text().splitlines()
+    assert [line.split("call ")[1][:4] for line in lines] == [f"{i:04d}" for i in range(100)]
+    size = file.stat().st_size
+
+    logs.configure("info", tmp_path)  # a restart appends to the same file
+    handler = next(h for h in logging.getLogger("aai_gateway").handlers if isinstance(h, logs.SizedRotatingFileHandler))
+    handler.maxBytes = size + 200  # room for one line of ~150 bytes, not two
+    logger.info("after the restart %s", "y" * 100)
+    logger.info("and one more %s", "z" * 100)
+    handler.flush()
+    assert "and one more" in file.read_text()
+    assert "after the restart" in rolled.read_text(), "the count went on from the file's size"
+
+
+def test_each_record_is_formatted_once_for_every_handler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    logs.configure("info", tmp_path)
+    formatted: list[str] = []
+    format_time = logging.Formatter.formatTime
+
+    def counting(self: logging.Formatter, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        formatted.append(record.getMessage())
+        return format_time(self, record, datefmt)
+
+    monkeypatch.setattr(logging.Formatter, "formatTime", counting)
+    logging.getLogger("aai_gateway.calls").info("call once")
+    assert formatted == ["call once"]

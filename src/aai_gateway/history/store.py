@@ -20,9 +20,10 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, InvalidStateError
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,8 @@ SCHEMA_VERSION = 1
 PURGE_EVERY = 3600.0
 MAX_BATCH = 1000
 BUSY_TIMEOUT_MS = 5000
+CHECKPOINT_EVERY = 500
+"""Records committed on the event loop between two checkpoints by the writer thread."""
 SCHEMA = (
     """CREATE TABLE calls (
         seq INTEGER PRIMARY KEY,
@@ -71,7 +74,7 @@ class HistoryUnavailable(Exception):
 @dataclass(frozen=True, slots=True)
 class _Job:
     kind: str
-    """"record", "barrier" (done when everything queued before it is), "purge" or "stop"."""
+    """"record", "barrier" (done when everything queued before it is), "purge", "checkpoint" or "stop"."""
     done: Future[Any]
     record: Record | None = None
 
@@ -85,6 +88,10 @@ class HistoryStore:
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._here: sqlite3.Connection | None = None
+        self._here_broken = False
+        self._queued: list[tuple[Record, asyncio.Future[None]]] = []
+        self._since_checkpoint = 0
 
     # Writing
 
@@ -97,8 +104,68 @@ class HistoryStore:
         return self._submit("record", record)
 
     async def write(self, record: Record) -> None:
-        """Commit `record` and return; the writer thread does the work, the event loop only waits."""
-        await asyncio.wrap_future(self.submit(record))
+        """Commit `record` and return.
+
+        Committed on the event loop's own connection when the database takes it at once: the records of
+        every call that ends in the same turn of the loop share one transaction, and no thread is woken
+        (handing each record to the writer thread and back cost more than the commit). Where the
+        database is busy (another gateway writing) or cannot be opened here, the writer thread commits
+        it instead and waits as long as it must. Checkpoints, which write to disk, stay in that thread.
+        """
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._queued.append((record, done))
+        if len(self._queued) == 1:
+            loop.call_soon(self._commit_here)
+        await done
+
+    def _commit_here(self) -> None:
+        queued, self._queued = self._queued, []
+        conn = self._connection_here()
+        if conn is not None:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.executemany(INSERT, [_row(record) for record, _ in queued])
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                if not _busy(exc):
+                    log.debug("committing on the writer thread after: %s", exc)
+                    self._close_here(broken=True)
+            else:
+                for _, done in queued:
+                    if not done.done():
+                        done.set_result(None)
+                self._since_checkpoint += len(queued)
+                if self._since_checkpoint >= CHECKPOINT_EVERY:
+                    self._since_checkpoint = 0
+                    self._submit("checkpoint")
+                return
+        loop = asyncio.get_running_loop()
+        for record, done in queued:
+            self.submit(record).add_done_callback(partial(_relay, loop, done))
+
+    def _connection_here(self) -> sqlite3.Connection | None:
+        if self._here is None and not self._here_broken:
+            try:
+                self.start()  # the writer thread creates and migrates the database first
+                self._here = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+                self._here.execute("PRAGMA busy_timeout = 0")
+                self._here.execute("PRAGMA synchronous = NORMAL")
+                self._here.execute("PRAGMA wal_autocheckpoint = 0")
+            except (sqlite3.Error, OSError, HistoryUnavailable) as exc:
+                log.debug("committing on the writer thread: %s", exc)
+                self._close_here(broken=True)
+        return self._here
+
+    def _close_here(self, *, broken: bool = False) -> None:
+        if self._here is not None:
+            self._here.close()
+            self._here = None
+        self._here_broken = broken
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every record submitted so far is committed."""
@@ -111,6 +178,7 @@ class HistoryStore:
 
     def close(self, timeout: float = 10) -> None:
         """Commit what is queued and stop the writer; a later write starts it again."""
+        self._close_here()
         with self._lock:
             thread = self._thread
             if thread is None:
@@ -188,6 +256,12 @@ class HistoryStore:
         for job in batch:
             if job.kind == "record":
                 _settle(job.done, failure)
+            elif job.kind == "checkpoint":
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error as exc:
+                    log.warning("could not checkpoint %s: %s", self.path, exc)
+                _settle(job.done)
             elif job.kind == "purge" and failure is None:
                 try:
                     _settle(job.done, value=self._purge(conn))
@@ -387,6 +461,25 @@ def _record(row: tuple[Any, ...]) -> Record:
         result=result,
         result_truncated=bool(truncated),
     )
+
+
+def _relay(loop: asyncio.AbstractEventLoop, done: asyncio.Future[None], committed: Future[None]) -> None:
+    """From the writer thread: settle the waiting call's future on its own loop."""
+    error = committed.exception()
+
+    def settle() -> None:
+        if not done.done():
+            if error is None:
+                done.set_result(None)
+            else:
+                done.set_exception(error)
+
+    with suppress(RuntimeError):  # the loop has closed: nobody is waiting any more
+        loop.call_soon_threadsafe(settle)
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _settle(done: Future[Any], error: BaseException | None = None, value: Any = None) -> None:

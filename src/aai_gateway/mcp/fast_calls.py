@@ -129,6 +129,17 @@ class FastCalls:
 
 
 def _wire(result: types.CallToolResult, version: str | None) -> dict[str, Any]:
+    """The result as the SDK would put it on the wire; a plain text answer, the common case, built directly."""
+    content = result.content
+    if (
+        len(content) == 1
+        and isinstance(content[0], types.TextContent)
+        and content[0].annotations is None
+        and content[0].meta is None
+        and result.structured_content is None
+        and result.meta is None
+    ):
+        return {"content": [{"text": content[0].text, "type": "text"}], "isError": result.is_error}
     dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
     return serialize_server_result("tools/call", version or "", dumped) if version else dumped
 
