@@ -154,14 +154,24 @@ def main(
 
 
 def _serve_mcp(settings: Settings) -> None:
-    from aai_gateway.mcp.stdio import serve_stdio
-
     logs.configure(settings.log_level, settings.aai_home / "logs")
+    early = None
+    if sys.platform != "win32" and settings.fast_stdio:
+        from aai_gateway.mcp.early import Early
+
+        early = Early.start()  # answers initialize and tools/list while the MCP SDK is not imported yet
+    if early is not None:
+        early.answer_initialize(wait=False)
     gateway = Gateway(settings)
     for problem in gateway.registry.scan.problems:
         log.warning("%s", problem)
     _open_history(gateway)
-    serve_stdio(gateway)
+    if early is not None:
+        early.answer_initialize(wait=True)
+        early.answer_listing(gateway)
+    from aai_gateway.mcp.stdio import serve_stdio
+
+    serve_stdio(gateway, early)
 
 
 def _serve_web(settings: Settings) -> None:

@@ -80,6 +80,8 @@ class Settings:
     error_style: str = "jsonrpc"
     max_descriptor_bytes: int = 1024 * 1024
     history_retention_days: float = 30.0
+    fast_stdio: bool = True
+    """Over stdio, answer initialize and tools/list before the SDK is imported, and calls off the wire."""
     max_concurrent_calls: int = 16
     """Operations running at once across the whole gateway (and the parallelism of one aai:batch)."""
     web_allow_http_loopback: bool = False
@@ -219,6 +221,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         max_descriptor_bytes=data.get("maxDescriptorBytes", 1024 * 1024),
         history_retention_days=float(data.get("historyRetentionDays", 30)),
         max_concurrent_calls=data.get("maxConcurrentCalls", 16),
+        fast_stdio=data.get("fastStdio", True),
         web_allow_http_loopback=web.get("allowHttpLoopback", False),
         web_allow_private_networks=web.get("allowPrivateNetworks", False),
         web_cache_ttl_hours=float(web.get("cacheTtlHours", 24)),

@@ -17,8 +17,11 @@ log = logging.getLogger(__name__)
 OnChange = Callable[[str], Awaitable[None]]
 
 
-async def watch(settings: Settings, on_change: OnChange) -> None:
-    """Call `on_change(reason)` whenever descriptors may have changed; runs until cancelled.
+async def watch(settings: Settings, on_change: OnChange, stop: anyio.Event | None = None) -> None:
+    """Call `on_change(reason)` whenever descriptors may have changed; runs until cancelled or `stop` is set.
+
+    Set `stop` before cancelling: the watching thread sees it within 50 ms, while a bare cancellation
+    waits for the thread's own timeout (5 s) before the process can exit.
 
     Only `aai.json` files and the app folders directly in a scan path count, so that logs or other
     files written under `~/.aai` cause no rescans. Scan paths that do not exist yet are not watched;
@@ -27,7 +30,7 @@ async def watch(settings: Settings, on_change: OnChange) -> None:
     roots = [p.resolve() for p in settings.scan_paths if p.is_dir()]
     async with anyio.create_task_group() as group:
         if roots:
-            group.start_soon(_files, roots, on_change)
+            group.start_soon(_files, roots, on_change, stop or anyio.Event())
         if settings.scan_interval_minutes > 0:
             group.start_soon(_tick, settings.scan_interval_minutes * 60, on_change)
 
@@ -65,8 +68,9 @@ def _folders(root: Path) -> list[Path]:
         return []
 
 
-async def _files(roots: list[Path], on_change: OnChange) -> None:
-    async for batch in awatch(*roots, watch_filter=relevance(roots), debounce=200, step=50, recursive=True):
+async def _files(roots: list[Path], on_change: OnChange, stop: anyio.Event) -> None:
+    changes = awatch(*roots, watch_filter=relevance(roots), debounce=200, step=50, recursive=True, stop_event=stop)
+    async for batch in changes:
         await on_change(f"{len(batch)} descriptor change(s)")
 
 

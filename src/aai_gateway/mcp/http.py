@@ -141,8 +141,10 @@ def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None) 
     async def main() -> None:
         try:
             async with anyio.create_task_group() as group:
-                group.start_soon(keep_fresh, server)
+                stop = anyio.Event()
+                group.start_soon(keep_fresh, server, stop)
                 await web.serve(sockets=[sock])
+                stop.set()
                 group.cancel_scope.cancel()
         finally:
             await gateway.aclose()

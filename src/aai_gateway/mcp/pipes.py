@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import logging
 import os
 from collections.abc import Callable
 from contextlib import suppress
@@ -23,6 +24,9 @@ from typing import BinaryIO, Self
 import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
+from mcp_types import JSONRPCError, JSONRPCResponse
+
+log = logging.getLogger(__name__)
 
 LINE_LIMIT = 1 << 30
 """Longest request line accepted; the SDK's transport sets none, and arguments may carry megabytes."""
@@ -79,9 +83,17 @@ class PipeWriter:
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
+        self.answered: set[int | str] = set()
+        """Requests answered before the SDK took over; the SDK's own answers to them are not sent."""
 
     async def send(self, item: SessionMessage, /) -> None:
-        await self.send_line(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode())
+        message = item.message
+        if self.answered and isinstance(message, JSONRPCResponse | JSONRPCError) and message.id in self.answered:
+            self.answered.discard(message.id)
+            if isinstance(message, JSONRPCError):
+                log.warning("the SDK refused a request answered at start: %s", message.error.message)
+            return
+        await self.send_line(message.model_dump_json(by_alias=True, exclude_unset=True).encode())
 
     async def send_line(self, line: bytes) -> None:
         """Write one serialised message (without its newline)."""
@@ -126,14 +138,15 @@ class Pipes:
 
     def close(self) -> None:
         for fd, wire in enumerate(self._wires):
-            with suppress(OSError):
-                os.dup2(wire.fileno(), fd)
+            if not wire.closed:  # the read transport closes its end at end of file
+                with suppress(OSError):
+                    os.dup2(wire.fileno(), fd)
         _set_blocking(self._blocking)
         for transport in self._transports:
             transport.close()
 
 
-async def open_pipes() -> Pipes:
+async def open_pipes(unread: bytes = b"") -> Pipes:
     """Streams over stdin and stdout; stdin then reads the null device and stdout writes to stderr.
 
     Raises ValueError, with stdin and stdout untouched, where the event loop cannot watch them (a
@@ -144,6 +157,7 @@ async def open_pipes() -> Pipes:
     wire_in = os.fdopen(fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3), "rb", buffering=0)
     wire_out = os.fdopen(fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3), "wb", buffering=0)
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    reader.feed_data(unread)  # read from stdin before, and still to be served
     transports: list[asyncio.BaseTransport] = []
     try:
         read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), wire_in)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import logging
 
+import anyio
+
 from aai_gateway.discovery.watch import watch
 from aai_gateway.mcp.server import GatewayServer
 
 log = logging.getLogger(__name__)
 
 
-async def keep_fresh(server: GatewayServer) -> None:
-    """Runs until cancelled. A rescan that fails is logged and the apps served stay as they were."""
+async def keep_fresh(server: GatewayServer, stop: anyio.Event | None = None) -> None:
+    """Runs until cancelled (set `stop` first, see `watch`). A rescan that fails is logged and the apps
+    served stay as they were."""
 
     async def on_change(reason: str) -> None:
         try:
@@ -24,4 +27,4 @@ async def keep_fresh(server: GatewayServer) -> None:
         if changed:
             await server.apps_changed(changed)
 
-    await watch(server.gateway.settings, on_change)
+    await watch(server.gateway.settings, on_change, stop)

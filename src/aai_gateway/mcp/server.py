@@ -23,8 +23,8 @@ from pydantic import ValidationError
 
 from aai_gateway import __version__
 from aai_gateway.consent import ANSWER_TITLES, Answer, Ask, Question
-from aai_gateway.descriptor.guide import catalogue_entry
 from aai_gateway.errors import AaiError, AppNotFound, InvalidParams, ToolNotFound
+from aai_gateway.mcp.catalogue import INSTRUCTIONS, SERVER_NAME, tool_list
 from aai_gateway.mcp.errors import to_mcp, to_result
 from aai_gateway.mcp.names import APP_PREFIX, BATCH, DISCOVER, EXEC, Names, Target
 from aai_gateway.mcp.notify import Notifier
@@ -32,77 +32,8 @@ from aai_gateway.service import MAX_BATCH, Caller, Gateway
 
 log = logging.getLogger(__name__)
 
-EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 DESCRIPTOR_MIME = "application/aai+json"
 APP_TEMPLATE = APP_PREFIX + "{appId}"
-
-DISCOVER_DESCRIPTION = "Discover web app guide. Use when user mentions a web service. Supports URL/domain/name."
-DISCOVER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"url": {"type": "string", "description": "Web app URL, domain, or name"}},
-    "required": ["url"],
-}
-EXEC_DESCRIPTION = "Execute app operation. Parameters: app, tool, args. Use after reading guide."
-EXEC_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "app": {"type": "string", "description": "App ID or URL"},
-        "tool": {"type": "string", "description": "Operation name"},
-        "args": {"type": "object", "description": "Parameters"},
-    },
-    "required": ["app", "tool"],
-}
-BATCH_DESCRIPTION = (
-    f"Run several app operations in one call, in parallel by default. Parameters: calls [{{app, tool, args}}] "
-    f"(1 to {MAX_BATCH}), parallel, stopOnError. Results in order, each with its status."
-)
-BATCH_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "calls": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": MAX_BATCH,
-            "items": EXEC_SCHEMA,
-            "description": "Operations, each as aai:exec takes it",
-        },
-        "parallel": {"type": "boolean", "default": True, "description": "Run at once (else one after another)"},
-        "stopOnError": {"type": "boolean", "default": False, "description": "Skip calls not started after a failure"},
-    },
-    "required": ["calls"],
-}
-BATCH_OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "results": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "app": {"type": "string"},
-                    "tool": {"type": "string"},
-                    "status": {"enum": ["ok", "error", "skipped"]},
-                    "result": {},
-                    "error": {
-                        "type": "object",
-                        "properties": {
-                            "code": {"type": "integer"},
-                            "type": {"type": "string"},
-                            "detail": {"type": "string"},
-                        },
-                    },
-                    "durationMs": {"type": "number"},
-                },
-                "required": ["status"],
-            },
-        },
-        "ok": {"type": "integer"},
-        "error": {"type": "integer"},
-        "skipped": {"type": "integer"},
-        "durationMs": {"type": "number"},
-    },
-    "required": ["results", "ok", "error", "skipped", "durationMs"],
-}
 CONSENT_FORM: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -147,12 +78,9 @@ class GatewayServer:
         self.connection: Connection | None = None
         """Over stdio, the one client's connection, once a request of it has been served."""
         self.server: Server[Any] = _Server(
-            "aai-gateway",
+            SERVER_NAME,
             version=__version__,
-            instructions=(
-                "Each app:<id> tool returns that app's operation guide; "
-                "then run an operation with aai:exec {app, tool, args}."
-            ),
+            instructions=INSTRUCTIONS,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
@@ -194,21 +122,7 @@ class GatewayServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._seen(ctx)
-        names = self.names
-        tools = [
-            types.Tool(name=names.guide(app.app_id), description=catalogue_entry(app), input_schema=EMPTY_SCHEMA)
-            for app in self.gateway.apps()
-        ]
-        tools.append(types.Tool(name=names.discover, description=DISCOVER_DESCRIPTION, input_schema=DISCOVER_SCHEMA))
-        tools.append(types.Tool(name=names.exec, description=EXEC_DESCRIPTION, input_schema=EXEC_SCHEMA))
-        tools.append(
-            types.Tool(
-                name=names.batch,
-                description=BATCH_DESCRIPTION,
-                input_schema=BATCH_SCHEMA,
-                output_schema=BATCH_OUTPUT_SCHEMA,
-            )
-        )
+        tools = [types.Tool.model_validate(tool) for tool in tool_list(self.gateway, self.names)]
         return types.ListToolsResult(tools=tools)
 
     async def _call_tool(

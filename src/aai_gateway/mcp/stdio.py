@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 from mcp.server.stdio import stdio_server
 
+from aai_gateway.mcp.early import Early
 from aai_gateway.mcp.reload import keep_fresh
 from aai_gateway.mcp.server import GatewayServer
 from aai_gateway.service import Gateway
@@ -19,15 +20,17 @@ log = logging.getLogger(__name__)
 
 
 @asynccontextmanager
-async def _streams(server: GatewayServer) -> AsyncIterator[tuple[Any, Any]]:
+async def _streams(server: GatewayServer, early: Early | None) -> AsyncIterator[tuple[Any, Any]]:
     """Streams on the event loop where stdin and stdout allow it, else the SDK's threaded transport."""
     pipes = None
-    if sys.platform != "win32":
+    if sys.platform != "win32" and server.gateway.settings.fast_stdio:
         from aai_gateway.mcp.pipes import open_pipes  # noqa: PLC0415 (fcntl: POSIX only)
 
         try:
-            pipes = await open_pipes()
+            pipes = await open_pipes(early.unread if early else b"")
         except ValueError as exc:
+            if early is not None and early.unread:
+                raise RuntimeError(f"cannot go on with the session begun on stdin: {exc}") from exc
             log.debug("serving stdio through worker threads: %s", exc)
     if pipes is None:
         async with stdio_server() as pair:
@@ -35,6 +38,7 @@ async def _streams(server: GatewayServer) -> AsyncIterator[tuple[Any, Any]]:
         return
     from aai_gateway.mcp.fast_calls import FastCalls  # noqa: PLC0415 (with the pipes)
 
+    pipes.writer.answered = early.answered if early else set()
     fast = FastCalls(server, pipes.writer)
     pipes.reader.shortcut = fast.take
     try:
@@ -47,13 +51,20 @@ async def _streams(server: GatewayServer) -> AsyncIterator[tuple[Any, Any]]:
             pipes.close()
 
 
-def serve_stdio(gateway: Gateway) -> None:
+def serve_stdio(gateway: Gateway, early: Early | None = None) -> None:
+    """Serve until stdin closes; `early` holds what was read and answered before the SDK was imported."""
+    if early is not None and early.eof:
+        anyio.run(gateway.aclose)
+        return
+
     async def main() -> None:
         server = GatewayServer(gateway, transport="stdio")
         try:
-            async with anyio.create_task_group() as group, _streams(server) as (read, write):
-                group.start_soon(keep_fresh, server)
+            async with anyio.create_task_group() as group, _streams(server, early) as (read, write):
+                stop = anyio.Event()
+                group.start_soon(keep_fresh, server, stop)
                 await server.server.run(read, write, server.initialization_options())
+                stop.set()
                 group.cancel_scope.cancel()
         finally:
             await gateway.aclose()

@@ -1,0 +1,106 @@
+"""What `initialize` and `tools/list` answer, in wire form, without the MCP SDK.
+
+The SDK server builds its listing from these, and the stdio transport answers a session's first
+requests from them while the SDK is still being imported (see `early.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aai_gateway.descriptor.guide import catalogue_entry
+from aai_gateway.mcp.names import Names
+from aai_gateway.service import MAX_BATCH, Gateway
+
+SERVER_NAME = "aai-gateway"
+INSTRUCTIONS = (
+    "Each app:<id> tool returns that app's operation guide; then run an operation with aai:exec {app, tool, args}."
+)
+EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+DISCOVER_DESCRIPTION = "Discover web app guide. Use when user mentions a web service. Supports URL/domain/name."
+DISCOVER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"url": {"type": "string", "description": "Web app URL, domain, or name"}},
+    "required": ["url"],
+}
+EXEC_DESCRIPTION = "Execute app operation. Parameters: app, tool, args. Use after reading guide."
+EXEC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "app": {"type": "string", "description": "App ID or URL"},
+        "tool": {"type": "string", "description": "Operation name"},
+        "args": {"type": "object", "description": "Parameters"},
+    },
+    "required": ["app", "tool"],
+}
+BATCH_DESCRIPTION = (
+    f"Run several app operations in one call, in parallel by default. Parameters: calls [{{app, tool, args}}] "
+    f"(1 to {MAX_BATCH}), parallel, stopOnError. Results in order, each with its status."
+)
+BATCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "calls": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_BATCH,
+            "items": EXEC_SCHEMA,
+            "description": "Operations, each as aai:exec takes it",
+        },
+        "parallel": {"type": "boolean", "default": True, "description": "Run at once (else one after another)"},
+        "stopOnError": {"type": "boolean", "default": False, "description": "Skip calls not started after a failure"},
+    },
+    "required": ["calls"],
+}
+BATCH_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "results": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "app": {"type": "string"},
+                    "tool": {"type": "string"},
+                    "status": {"enum": ["ok", "error", "skipped"]},
+                    "result": {},
+                    "error": {
+                        "type": "object",
+                        "properties": {
+                            "code": {"type": "integer"},
+                            "type": {"type": "string"},
+                            "detail": {"type": "string"},
+                        },
+                    },
+                    "durationMs": {"type": "number"},
+                },
+                "required": ["status"],
+            },
+        },
+        "ok": {"type": "integer"},
+        "error": {"type": "integer"},
+        "skipped": {"type": "integer"},
+        "durationMs": {"type": "number"},
+    },
+    "required": ["results", "ok", "error", "skipped", "durationMs"],
+}
+
+
+def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
+    """The guide model's tools: one `app:<appId>` entry per app, then discovery, exec and batch."""
+    tools: list[dict[str, Any]] = [
+        {"name": names.guide(app.app_id), "description": catalogue_entry(app), "inputSchema": EMPTY_SCHEMA}
+        for app in gateway.apps()
+    ]
+    tools.append({"name": names.discover, "description": DISCOVER_DESCRIPTION, "inputSchema": DISCOVER_SCHEMA})
+    tools.append({"name": names.exec, "description": EXEC_DESCRIPTION, "inputSchema": EXEC_SCHEMA})
+    tools.append(
+        {
+            "name": names.batch,
+            "description": BATCH_DESCRIPTION,
+            "inputSchema": BATCH_SCHEMA,
+            "outputSchema": BATCH_OUTPUT_SCHEMA,
+        }
+    )
+    return tools

@@ -1,0 +1,163 @@
+"""A stdio session's first answers, given before the MCP SDK is imported.
+
+Importing the SDK takes most of a second, longer than everything else the gateway does to start.
+An agent starts the gateway and waits for `initialize` and then `tools/list`; both answers depend
+only on the gateway's own state, so they are written here, straight to stdout, and the SDK is
+imported afterwards. The SDK is then handed the session as if it had seen it from the start: the
+`initialize` request and `notifications/initialized` are replayed to it (its own answer to that
+`initialize` is dropped), followed by anything else the client has sent meanwhile, in order.
+
+Anything unexpected (another first request, malformed or unusual parameters, stdin or stdout that
+is not a pipe or a socket) leaves the whole session to the SDK, as if this module did not exist.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import stat
+from typing import Any
+
+from aai_gateway import __version__
+from aai_gateway.mcp.catalogue import INSTRUCTIONS, SERVER_NAME, tool_list
+from aai_gateway.mcp.names import Names
+from aai_gateway.service import Gateway
+
+log = logging.getLogger(__name__)
+
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+"""Protocol versions the SDK negotiates with `initialize` (a test keeps this in step with the SDK)."""
+CAPABILITIES: dict[str, Any] = {
+    "completions": {},
+    "prompts": {"listChanged": False},
+    "resources": {"listChanged": True, "subscribe": True},
+    "tools": {"listChanged": True},
+}
+PROBE_ID = "aai-gateway/early-start"
+"""Id of a `tools/list` the SDK is given after the replay, so that its server sees the session (and
+tells it of later changes) even when the client's next request is answered before the SDK sees one."""
+LIST_WAIT = 0.1
+"""Seconds to wait for `tools/list` after `initialize` is answered, before importing the SDK."""
+
+
+class Early:
+    def __init__(self) -> None:
+        self.replay: list[bytes] = []
+        """Lines the SDK must see first, in order."""
+        self.initialize_id: int | str | None = None
+        """The id of the `initialize` answered here: the SDK's own answer to it is not sent."""
+        self.eof = False
+        self._buffer = b""
+        self._handed_over = False
+
+    @classmethod
+    def start(cls) -> Early | None:
+        """None where stdin and stdout are not both pipes or sockets."""
+        for fd in (0, 1):
+            try:
+                mode = os.fstat(fd).st_mode
+            except OSError:
+                return None
+            if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+                return None
+        return cls()
+
+    @property
+    def unread(self) -> bytes:
+        """What the SDK's transport must read before stdin itself: the replayed lines, then the rest."""
+        probe = b""
+        if self.initialize_id is not None:
+            probe = json.dumps({"jsonrpc": "2.0", "id": PROBE_ID, "method": "tools/list"}).encode() + b"\n"
+        return b"".join(self.replay) + probe + self._buffer
+
+    @property
+    def answered(self) -> set[int | str]:
+        """Requests answered here or made up here: the SDK's answers to them are not sent."""
+        return set() if self.initialize_id is None else {self.initialize_id, PROBE_ID}
+
+    def answer_initialize(self, *, wait: bool) -> None:
+        """Answer `initialize` if it is the first message (waiting for it when `wait`)."""
+        if self._handed_over or self.initialize_id is not None:
+            return
+        line = self._line(None if wait else 0)
+        if line is None:
+            return
+        message = _message(line)
+        answer = _initialize_answer(message) if message is not None else None
+        self.replay.append(line)
+        if answer is None or message is None:
+            self._handed_over = True
+            return
+        self.initialize_id = message["id"]
+        self._write({"jsonrpc": "2.0", "id": message["id"], "result": answer})
+
+    def answer_listing(self, gateway: Gateway) -> None:
+        """Answer `tools/list` if it comes next, soon; stop at anything else."""
+        if self._handed_over or self.initialize_id is None:
+            return
+        while (line := self._line(LIST_WAIT)) is not None:
+            message = _message(line)
+            method = message.get("method") if message is not None else None
+            if message is not None and method == "notifications/initialized":
+                self.replay.append(line)
+                continue
+            params = message.get("params") if message is not None else None
+            if message is not None and method == "tools/list" and "id" in message and not params:
+                settings = gateway.settings
+                tools = tool_list(gateway, Names(gateway.apps(), settings.platform, settings.tool_names))
+                self._write({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": tools}})
+            else:
+                self.replay.append(line)
+            break
+        self._handed_over = True
+
+    def _line(self, timeout: float | None) -> bytes | None:
+        """The next whole line of stdin, waiting up to `timeout` seconds (None: as long as it takes)."""
+        while b"\n" not in self._buffer and not self.eof:
+            ready, _, _ = select.select([0], [], [], timeout)
+            if not ready:
+                return None
+            data = os.read(0, 1 << 16)
+            if not data:
+                self.eof = True
+            self._buffer += data
+        if b"\n" not in self._buffer:
+            return None
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line + b"\n"
+
+    @staticmethod
+    def _write(message: dict[str, Any]) -> None:
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        while data:
+            data = data[os.write(1, data) :]
+
+
+def _message(line: bytes) -> dict[str, Any] | None:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) and message.get("jsonrpc") == "2.0" else None
+
+
+def _initialize_answer(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The SDK's answer to a well-formed `initialize`; None for anything the SDK should judge itself."""
+    request_id, params = message.get("id"), message.get("params")
+    if message.get("method") != "initialize" or not isinstance(request_id, int | str) or isinstance(request_id, bool):
+        return None
+    if not isinstance(params, dict) or not isinstance(params.get("capabilities"), dict):
+        return None
+    version, client = params.get("protocolVersion"), params.get("clientInfo")
+    if not isinstance(version, str) or not isinstance(client, dict):
+        return None
+    if not isinstance(client.get("name"), str) or not isinstance(client.get("version"), str):
+        return None
+    return {
+        "capabilities": CAPABILITIES,
+        "instructions": INSTRUCTIONS,
+        "protocolVersion": version if version in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1],
+        "serverInfo": {"name": SERVER_NAME, "version": __version__},
+    }
