@@ -71,8 +71,11 @@ def main(apps: int, calls: int, every: int) -> None:
                     send(proc.stdin, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
                     listed = len(answer(proc.stdout, 2)[0]["result"]["tools"])
                     print(f"{f'gateway, {apps} descriptors, {listed} tools listed':<36} {rss_mb(proc.pid):7.1f} MB")
+                    send(proc.stdin, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": CALL})
+                    answer(proc.stdout, 3)  # the MCP SDK is loaded by now (tools/list may be answered before)
+                    print(f"{'after the first call':<36} {rss_mb(proc.pid):7.1f} MB")
                     started = time.perf_counter()
-                    next_id = 3
+                    next_id = 4
                     done = 0
                     while done < calls:
                         batch = range(next_id, next_id + min(IN_FLIGHT, calls - done))
