@@ -26,6 +26,7 @@ from dbus_fast import Message
 from dbus_fast.aio import MessageBus
 from mcp import ClientSession
 
+from bench.direct import echo
 from tests.e2e.mcp_client import stdio_session
 from tests.support import TEST_APPS, Bus, install_descriptor, running, start_app
 
@@ -67,23 +68,15 @@ async def direct_echoes(bus_address: str, rounds: int) -> tuple[list[float], lis
     """100 direct Echo calls one after another, and all at once, on one dbus-fast connection."""
     bus = await MessageBus(bus_address=bus_address).connect()
 
-    def echo(call: dict[str, Any]) -> Awaitable[Message | None]:
-        message = Message(
-            destination="dev.aai.Echo",
-            path="/dev/aai/Echo",
-            interface="dev.aai.Echo",
-            member="Echo",
-            signature="s",
-            body=[call["args"]["text"]],
-        )
-        return bus.call(message)
+    def direct_echo(call: dict[str, Any]) -> Awaitable[Message | None]:
+        return echo(bus, call["args"]["text"])
 
     async def one_by_one() -> None:
         for call in ECHOES:
-            await echo(call)
+            await direct_echo(call)
 
     async def at_once() -> None:
-        await asyncio.gather(*(echo(call) for call in ECHOES))
+        await asyncio.gather(*(direct_echo(call) for call in ECHOES))
 
     try:
         return await timed(one_by_one, rounds), await timed(at_once, rounds)

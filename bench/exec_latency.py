@@ -25,9 +25,9 @@ from contextlib import AsyncExitStack
 from functools import partial
 from pathlib import Path
 
-from dbus_fast import Message
 from dbus_fast.aio import MessageBus
 
+from bench.direct import echo
 from tests.e2e.mcp_client import http_session, stdio_session, web_gateway
 from tests.e2e.raw_client import raw_session
 from tests.support import TEST_APPS, Bus, install_descriptor, running, start_app
@@ -114,19 +114,7 @@ async def main(calls: int, warmup: int, rounds: int, http: bool) -> None:
                 figures = Figures()
                 direct = await MessageBus(bus_address=bus.address).connect()
 
-                async def direct_echo() -> object:
-                    # A new Message each call: dbus-fast numbers each one it sends.
-                    return await direct.call(
-                        Message(
-                            destination="dev.aai.Echo",
-                            path="/dev/aai/Echo",
-                            interface="dev.aai.Echo",
-                            member="Echo",
-                            signature="s",
-                            body=["hello"],
-                        )
-                    )
-
+                direct_echo = partial(echo, direct)
                 async with AsyncExitStack() as sessions:
                     raw = await sessions.enter_async_context(raw_session(env, work / "raw.log", RAW_CALLER))
                     sdk = await sessions.enter_async_context(stdio_session(env, work / "stdio.log"))

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from dbus_fast import Message
 from dbus_fast.aio import MessageBus
 
+from bench.direct import echo
 from tests.e2e.mcp_client import http_session, web_gateway
 from tests.support import TEST_APPS, Bus, install_descriptor, running, start_app
 
@@ -51,16 +51,8 @@ async def measure(call: Callable[[], Awaitable[object]], calls: int, warmup: int
 
 async def direct(bus_address: str, calls: int, warmup: int) -> list[float]:
     bus = await MessageBus(bus_address=bus_address).connect()
-    echo = Message(
-        destination="dev.aai.Echo",
-        path="/dev/aai/Echo",
-        interface="dev.aai.Echo",
-        member="Echo",
-        signature="s",
-        body=["hello"],
-    )
     try:
-        return await measure(lambda: bus.call(echo), calls, warmup)
+        return await measure(lambda: echo(bus), calls, warmup)
     finally:
         bus.disconnect()
 

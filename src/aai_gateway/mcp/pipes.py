@@ -32,7 +32,23 @@ LINE_LIMIT = 1 << 30
 """Longest request line accepted; the SDK's transport sets none, and arguments may carry megabytes."""
 
 
-class PipeReader:
+class _Closing:
+    """`async with` closes the stream, as the SDK's streams do."""
+
+    async def aclose(self) -> None:
+        return None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+class PipeReader(_Closing):
     """The server's read stream: one parsed message (or the reason it could not be parsed) per line."""
 
     def __init__(self, reader: asyncio.StreamReader) -> None:
@@ -65,20 +81,8 @@ class PipeReader:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def aclose(self) -> None:
-        return None
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> bool | None:
-        await self.aclose()
-        return None
-
-
-class PipeWriter:
+class PipeWriter(_Closing):
     """The server's write stream: each message serialised and written as one line, in the order sent."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
@@ -108,15 +112,6 @@ class PipeWriter:
     async def aclose(self) -> None:
         with suppress(ConnectionError):
             await self._writer.drain()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> bool | None:
-        await self.aclose()
-        return None
 
 
 class Pipes:
