@@ -14,18 +14,15 @@ is not a pipe or a socket) leaves the whole session to the SDK, as if this modul
 from __future__ import annotations
 
 import json
-import logging
 import os
 import select
 import stat
-from typing import Any
+from typing import Any, TypeGuard
 
 from aai_gateway import __version__
 from aai_gateway.mcp.catalogue import INSTRUCTIONS, SERVER_NAME, tool_list
 from aai_gateway.mcp.names import Names
 from aai_gateway.service import Gateway
-
-log = logging.getLogger(__name__)
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """Protocol versions the SDK negotiates with `initialize` (a test keeps this in step with the SDK)."""
@@ -104,7 +101,7 @@ class Early:
                 self.replay.append(line)
                 continue
             params = message.get("params") if message is not None else None
-            if message is not None and method == "tools/list" and "id" in message and not params:
+            if message is not None and method == "tools/list" and is_request_id(message.get("id")) and not params:
                 settings = gateway.settings
                 tools = tool_list(gateway, Names(gateway.apps(), settings.platform, settings.tool_names))
                 self._write({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": tools}})
@@ -146,7 +143,7 @@ def _message(line: bytes) -> dict[str, Any] | None:
 def _initialize_answer(message: dict[str, Any]) -> dict[str, Any] | None:
     """The SDK's answer to a well-formed `initialize`; None for anything the SDK should judge itself."""
     request_id, params = message.get("id"), message.get("params")
-    if message.get("method") != "initialize" or not isinstance(request_id, int | str) or isinstance(request_id, bool):
+    if message.get("method") != "initialize" or not is_request_id(request_id):
         return None
     if not isinstance(params, dict) or not isinstance(params.get("capabilities"), dict):
         return None
@@ -161,3 +158,8 @@ def _initialize_answer(message: dict[str, Any]) -> dict[str, Any] | None:
         "protocolVersion": version if version in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1],
         "serverInfo": {"name": SERVER_NAME, "version": __version__},
     }
+
+
+def is_request_id(value: object) -> TypeGuard[int | str]:
+    """A JSON-RPC request id as MCP allows it: a string or an integer (not a boolean, not null)."""
+    return isinstance(value, int | str) and not isinstance(value, bool)

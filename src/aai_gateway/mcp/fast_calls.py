@@ -16,16 +16,17 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any, TypeGuard
+from typing import Any
 
 import mcp_types as types
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from aai_gateway.errors import AaiError
-from aai_gateway.mcp.errors import to_result
+from aai_gateway.mcp.early import is_request_id
+from aai_gateway.mcp.errors import to_result, to_wire
 from aai_gateway.mcp.pipes import PipeWriter
-from aai_gateway.mcp.server import GatewayServer, asker_on
+from aai_gateway.mcp.server import GatewayServer, asker_on, client_name
 from aai_gateway.service import Caller
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ class FastCalls:
         name, arguments = params.get("name"), params.get("arguments")
         if (
             message.get("method") != "tools/call"
-            or not _is_id(request_id)
+            or not is_request_id(request_id)
             or _key(request_id) in self._running
             or not isinstance(name, str)
             or not (arguments is None or isinstance(arguments, dict))
@@ -94,13 +95,12 @@ class FastCalls:
         if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return None
         if self._caller is None or self._caller[0] is not connection:
-            params = connection.client_params
-            name = params.client_info.name if params is not None else "unknown"
+            name = client_name(connection.client_params)
             self._caller = (connection, Caller(name=name, transport="stdio", ask=asker_on(connection)))
         return self._caller[1]
 
     def _cancel(self, request_id: object) -> bool:
-        task = self._running.get(_key(request_id)) if _is_id(request_id) else None
+        task = self._running.get(_key(request_id)) if is_request_id(request_id) else None
         if task is None:
             return False
         task.cancel()
@@ -114,8 +114,7 @@ class FastCalls:
             if self.server.gateway.settings.error_style == "result":
                 result = to_result(exc)
             else:
-                error = {"code": exc.code, "message": str(exc), "data": {"type": exc.type, "detail": exc.detail}}
-                await self._write({"jsonrpc": "2.0", "id": request_id, "error": error})
+                await self._write({"jsonrpc": "2.0", "id": request_id, "error": to_wire(exc)})
                 return
         except Exception:
             log.exception("the call of request %r failed unexpectedly", request_id)
@@ -142,10 +141,6 @@ def _wire(result: types.CallToolResult, version: str | None) -> dict[str, Any]:
         return {"content": [{"text": content[0].text, "type": "text"}], "isError": result.is_error}
     dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
     return serialize_server_result("tools/call", version or "", dumped) if version else dumped
-
-
-def _is_id(value: object) -> TypeGuard[int | str]:
-    return isinstance(value, int | str) and not isinstance(value, bool)
 
 
 def _key(request_id: Any) -> tuple[type, int | str]:

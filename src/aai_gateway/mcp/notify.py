@@ -26,24 +26,21 @@ class Notifier:
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._subscriptions: weakref.WeakKeyDictionary[Connection, set[str]] = weakref.WeakKeyDictionary()
 
-    def remember(self, session: Any) -> None:
-        """Note the connection behind a request's session, so that it hears of later changes.
-
-        The SDK makes a new session object per request and exposes the connection only as a
-        private attribute; the hot-reload tests fail if that ever changes.
-        """
-        connection = getattr(session, "_connection", None)
-        if isinstance(connection, Connection):
+    def remember(self, session: Any) -> Connection | None:
+        """Note the connection behind a request's session, so that it hears of later changes; return it."""
+        connection = connection_of(session)
+        if connection is not None:
             self._connections.add(connection)
+        return connection
 
     def subscribe(self, session: Any, uri: str) -> None:
-        connection = getattr(session, "_connection", None)
-        if isinstance(connection, Connection):
+        connection = connection_of(session)
+        if connection is not None:
             self._subscriptions.setdefault(connection, set()).add(uri)
 
     def unsubscribe(self, session: Any, uri: str) -> None:
-        connection = getattr(session, "_connection", None)
-        if isinstance(connection, Connection):
+        connection = connection_of(session)
+        if connection is not None:
             self._subscriptions.get(connection, set()).discard(uri)
 
     async def resources_updated(self, uris: set[str]) -> None:
@@ -71,3 +68,13 @@ class Notifier:
             except Exception as exc:  # a client that went away must not stop the others hearing
                 log.debug("dropping a connection that cannot be notified: %s", exc)
                 self._connections.discard(connection)
+
+
+def connection_of(session: Any) -> Connection | None:
+    """The connection behind a request's session.
+
+    The SDK makes a new session object per request and exposes the connection only as a private
+    attribute; the hot-reload and stdio fast-path tests fail if that ever changes.
+    """
+    connection = getattr(session, "_connection", None)
+    return connection if isinstance(connection, Connection) else None

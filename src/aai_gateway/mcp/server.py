@@ -94,11 +94,9 @@ class GatewayServer:
         )
 
     def _seen(self, ctx: ServerRequestContext[Any]) -> None:
-        self.notifier.remember(ctx.session)
+        connection = self.notifier.remember(ctx.session)
         if self.transport == "stdio" and self.connection is None:
-            connection = getattr(ctx.session, "_connection", None)  # see Notifier.remember
-            if isinstance(connection, Connection):
-                self.connection = connection
+            self.connection = connection
 
     @property
     def names(self) -> Names:
@@ -262,9 +260,12 @@ def _batch_arguments(arguments: dict[str, Any]) -> tuple[list[Any], bool, bool]:
 
 
 def _caller(ctx: ServerRequestContext[Any], transport: str) -> Caller:
-    params = ctx.session.client_params
-    name = params.client_info.name if params is not None else "unknown"
-    return Caller(name=name, transport=transport, ask=_asker(ctx))
+    return Caller(name=client_name(ctx.session.client_params), transport=transport, ask=_asker(ctx))
+
+
+def client_name(params: types.InitializeRequestParams | None) -> str:
+    """The caller's name, as consent and the history know it: the client's `clientInfo.name`."""
+    return params.client_info.name if params is not None else "unknown"
 
 
 def _asker(ctx: ServerRequestContext[Any]) -> Ask | None:
