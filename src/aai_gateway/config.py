@@ -82,6 +82,8 @@ class Settings:
     history_retention_days: float = 30.0
     fast_stdio: bool = True
     """Over stdio, answer initialize and tools/list before the SDK is imported, and calls off the wire."""
+    fast_http: bool = True
+    """Over HTTP, answer the calls of established sessions in front of the SDK's transport."""
     max_concurrent_calls: int = 16
     """Operations running at once across the whole gateway (and the parallelism of one aai:batch)."""
     web_allow_http_loopback: bool = False
@@ -222,6 +224,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         history_retention_days=float(data.get("historyRetentionDays", 30)),
         max_concurrent_calls=data.get("maxConcurrentCalls", 16),
         fast_stdio=data.get("fastStdio", True),
+        fast_http=data.get("fastHttp", True),
         web_allow_http_loopback=web.get("allowHttpLoopback", False),
         web_allow_private_networks=web.get("allowPrivateNetworks", False),
         web_cache_ttl_hours=float(web.get("cacheTtlHours", 24)),

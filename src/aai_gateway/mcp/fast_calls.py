@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
@@ -25,6 +26,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from aai_gateway.errors import AaiError
 from aai_gateway.mcp.early import is_request_id
 from aai_gateway.mcp.errors import to_result, to_wire
+from aai_gateway.mcp.names import Target
 from aai_gateway.mcp.pipes import PipeWriter
 from aai_gateway.mcp.server import GatewayServer, asker_on, client_name
 from aai_gateway.service import Caller
@@ -56,26 +58,14 @@ class FastCalls:
             return False
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return False
-        params = message.get("params")
-        if not isinstance(params, dict):
-            return False
         if message.get("method") == "notifications/cancelled":
-            return self._cancel(params.get("requestId"))
-        request_id = message.get("id")
-        name, arguments = params.get("name"), params.get("arguments")
-        if (
-            message.get("method") != "tools/call"
-            or not is_request_id(request_id)
-            or _key(request_id) in self._running
-            or not isinstance(name, str)
-            or not (arguments is None or isinstance(arguments, dict))
-        ):
+            params = message.get("params")
+            return isinstance(params, dict) and self._cancel(params.get("requestId"))
+        call = takeable(self.server, message)
+        if call is None or request_key(call.request_id) in self._running:
             return False
-        target = self.server.names.resolve(name)
-        if target is None or target.kind not in TAKEN:
-            return False
-        key = _key(request_id)
-        task = asyncio.create_task(self._answer(request_id, caller, target, arguments or {}))
+        key = request_key(call.request_id)
+        task = asyncio.create_task(self._answer(call, caller))
         self._running[key] = task
         task.add_done_callback(lambda _: self._running.pop(key, None))
         return True
@@ -100,31 +90,60 @@ class FastCalls:
         return self._caller[1]
 
     def _cancel(self, request_id: object) -> bool:
-        task = self._running.get(_key(request_id)) if is_request_id(request_id) else None
+        task = self._running.get(request_key(request_id)) if is_request_id(request_id) else None
         if task is None:
             return False
         task.cancel()
         return True
 
-    async def _answer(self, request_id: int | str, caller: Caller, target: Any, arguments: dict[str, Any]) -> None:
+    async def _answer(self, call: Call, caller: Caller) -> None:
         version = self.server.connection.protocol_version if self.server.connection else None
-        try:
-            result = await self.server.run(caller, target, arguments)
-        except AaiError as exc:
-            if self.server.gateway.settings.error_style == "result":
-                result = to_result(exc)
-            else:
-                await self._write({"jsonrpc": "2.0", "id": request_id, "error": to_wire(exc)})
-                return
-        except Exception:
-            log.exception("the call of request %r failed unexpectedly", request_id)
-            error = {"code": INTERNAL_ERROR, "message": "Internal error"}
-            await self._write({"jsonrpc": "2.0", "id": request_id, "error": error})
-            return
-        await self._write({"jsonrpc": "2.0", "id": request_id, "result": _wire(result, version)})
+        answer = await answered(self.server, caller, call, version)
+        await self.writer.send_line(encoded(answer))
+        log.debug("request %r answered off the wire", call.request_id)
 
-    async def _write(self, message: dict[str, Any]) -> None:
-        await self.writer.send_line(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode())
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    request_id: int | str
+    target: Target
+    arguments: dict[str, Any]
+
+
+def takeable(server: GatewayServer, message: dict[str, Any]) -> Call | None:
+    """The call in a JSON-RPC message when it is a `tools/call` of an operation the fast paths take, else None."""
+    params = message.get("params")
+    if message.get("method") != "tools/call" or not isinstance(params, dict):
+        return None
+    request_id = message.get("id")
+    name, arguments = params.get("name"), params.get("arguments")
+    if not is_request_id(request_id) or not isinstance(name, str):
+        return None
+    if not (arguments is None or isinstance(arguments, dict)):
+        return None
+    target = server.names.resolve(name)
+    if target is None or target.kind not in TAKEN:
+        return None
+    return Call(request_id, target, arguments or {})
+
+
+async def answered(server: GatewayServer, caller: Caller, call: Call, version: str | None) -> dict[str, Any]:
+    """The JSON-RPC answer to `call`, as the SDK's path would give it."""
+    request_id = call.request_id
+    try:
+        result = await server.run(caller, call.target, call.arguments)
+    except AaiError as exc:
+        if server.gateway.settings.error_style != "result":
+            return {"jsonrpc": "2.0", "id": request_id, "error": to_wire(exc)}
+        result = to_result(exc)
+    except Exception:
+        log.exception("the call of request %r failed unexpectedly", request_id)
+        return {"jsonrpc": "2.0", "id": request_id, "error": {"code": INTERNAL_ERROR, "message": "Internal error"}}
+    return {"jsonrpc": "2.0", "id": request_id, "result": _wire(result, version)}
+
+
+def encoded(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _wire(result: types.CallToolResult, version: str | None) -> dict[str, Any]:
@@ -143,6 +162,6 @@ def _wire(result: types.CallToolResult, version: str | None) -> dict[str, Any]:
     return serialize_server_result("tools/call", version or "", dumped) if version else dumped
 
 
-def _key(request_id: Any) -> tuple[type, int | str]:
+def request_key(request_id: Any) -> tuple[type, int | str]:
     """Requests 1 and "1" are different requests."""
     return (type(request_id), request_id)

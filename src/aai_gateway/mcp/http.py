@@ -26,6 +26,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from aai_gateway.mcp.http_calls import HttpCalls
 from aai_gateway.mcp.reload import keep_fresh
 from aai_gateway.mcp.server import GatewayServer
 from aai_gateway.service import Gateway
@@ -71,14 +72,23 @@ def security(host: str) -> TransportSecuritySettings:
 
 
 class McpFirst:
-    """ASGI front: `/mcp` requests straight to the MCP transport, everything else (the UI, 404s, lifespan) to `app`."""
+    """ASGI front: `/mcp` requests straight to the MCP transport, everything else (the UI, 404s, lifespan) to `app`.
 
-    def __init__(self, app: Starlette, mcp: ASGIApp) -> None:
+    With `calls`, the POSTs it can answer itself never reach the transport.
+    """
+
+    def __init__(self, app: Starlette, mcp: ASGIApp, calls: HttpCalls | None = None) -> None:
         self.app = app
         self.mcp = mcp
+        self.calls = calls
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == MCP_PATH:
+            if self.calls is not None and scope["method"] == "POST":
+                handed = await self.calls.serve(scope, receive, send)
+                if handed is None:
+                    return
+                receive = handed
             await self.mcp(scope, receive, send)
         else:
             await self.app(scope, receive, send)
@@ -123,7 +133,10 @@ def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None) 
     """Serve until interrupted, on an already listening socket."""
     server = GatewayServer(gateway, transport="http")
     app = build_app(server, ui, sock.getsockname()[1])
-    front = McpFirst(app, mcp_endpoint(app))
+    calls = None
+    if gateway.settings.fast_http:
+        calls = HttpCalls(server, server.server.session_manager, security(gateway.settings.http_host))
+    front = McpFirst(app, mcp_endpoint(app), calls)
     # Nothing stands between the gateway and its clients, so forwarded-for headers are not trusted.
     config = uvicorn.Config(
         front,

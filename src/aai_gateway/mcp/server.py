@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable
+import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp import MCPError, ServerSession
+from mcp import MCPError
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.connection import Connection
 from mcp.server.models import InitializationOptions
@@ -77,6 +78,8 @@ class GatewayServer:
         self._names: Names | None = None
         self.connection: Connection | None = None
         """Over stdio, the one client's connection, once a request of it has been served."""
+        self.sessions: weakref.WeakValueDictionary[str, Connection] = weakref.WeakValueDictionary()
+        """Over HTTP, the connection of each session id, once a request of it has been served."""
         self.server: Server[Any] = _Server(
             SERVER_NAME,
             version=__version__,
@@ -97,6 +100,8 @@ class GatewayServer:
         connection = self.notifier.remember(ctx.session)
         if self.transport == "stdio" and self.connection is None:
             self.connection = connection
+        elif connection is not None and connection.session_id is not None:
+            self.sessions[connection.session_id] = connection
 
     @property
     def names(self) -> Names:
@@ -282,7 +287,7 @@ def _asker(ctx: ServerRequestContext[Any]) -> Ask | None:
     related = ctx.request_id if session.can_send_request else None
 
     async def ask(question: Question) -> Answer | None:
-        if related is None and not await _standalone_stream(session):
+        if related is None and not await _standalone_stream(session.send_ping):
             log.info(
                 "could not ask about %s:%s: the client has no open stream for requests", question.app, question.tool
             )
@@ -292,14 +297,20 @@ def _asker(ctx: ServerRequestContext[Any]) -> Ask | None:
     return ask
 
 
-def asker_on(connection: Connection) -> Ask | None:
-    """`_asker` for a call served outside the SDK's request handling, on a connection with a back channel."""
+def asker_on(connection: Connection, standalone: bool = False) -> Ask | None:
+    """`_asker` for a call served outside the SDK's request handling: on the connection's own back channel
+    (stdio), or with `standalone` on the session's standalone stream (HTTP with JSON responses)."""
     params = connection.client_params
     elicitation = params.capabilities.elicitation if params is not None else None
     if elicitation is None or (elicitation.form is None and elicitation.url is not None):
         return None
 
     async def ask(question: Question) -> Answer | None:
+        if standalone and not await _standalone_stream(connection.ping):
+            log.info(
+                "could not ask about %s:%s: the client has no open stream for requests", question.app, question.tool
+            )
+            return None
         form = types.ElicitRequestFormParams(message=question.message(), requested_schema=CONSENT_FORM)
         return await _asked(question, connection.send_request(types.ElicitRequest(params=form)))
 
@@ -321,14 +332,14 @@ async def _asked(question: Question, asking: Awaitable[types.ElicitResult]) -> A
     return known.get(decision) if isinstance(decision, str) else None
 
 
-async def _standalone_stream(session: ServerSession) -> bool:
+async def _standalone_stream(ping: Callable[[], Awaitable[object]]) -> bool:
     """Whether the session's standalone stream is open: a request sent before it is would be lost, so ping
     until one is answered (a ping sent too early is dropped and never answered, and is harmless)."""
     with anyio.move_on_after(STREAM_WAIT):
         while True:
             with anyio.move_on_after(0.25):
                 try:
-                    await session.send_ping()
+                    await ping()
                 except MCPError:
                     return False
                 return True

@@ -1,0 +1,49 @@
+"""The parts of the HTTP fast path that lean on the SDK's transport: its idle countdown and header reading."""
+
+from __future__ import annotations
+
+import math
+
+import anyio
+import pytest
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+
+from aai_gateway.mcp.http_calls import headers_of, holding
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_session_does_not_expire_while_a_call_runs_and_counts_down_after() -> None:
+    transport = StreamableHTTPServerTransport("session-1", is_json_response_enabled=True, idle_timeout=0.2)
+    async with transport.connect():
+        scope = transport.idle_scope
+        assert scope is not None
+        scope.deadline = anyio.current_time() + 0.2
+        with scope:
+            with holding(transport), holding(transport):
+                assert scope.deadline == math.inf
+                await anyio.sleep(0.4)
+                assert not scope.cancel_called
+            ended = anyio.current_time()
+            assert ended < scope.deadline <= ended + 0.2
+            await anyio.sleep(1)
+        assert scope.cancelled_caught
+        await transport.terminate()
+
+
+async def test_the_countdown_waits_for_the_last_of_several_calls() -> None:
+    transport = StreamableHTTPServerTransport("session-2", is_json_response_enabled=True, idle_timeout=60)
+    async with transport.connect():
+        scope = transport.idle_scope
+        assert scope is not None
+        with holding(transport):
+            with holding(transport):
+                pass
+            assert scope.deadline == math.inf
+        assert scope.deadline != math.inf
+        await transport.terminate()
+
+
+def test_headers_are_read_by_lower_case_name_the_first_of_repeated_ones() -> None:
+    scope = {"headers": [(b"Content-Type", b"application/json"), (b"content-type", b"text/plain"), (b"host", b"x")]}
+    assert headers_of(scope) == {"content-type": "application/json", "host": "x"}
