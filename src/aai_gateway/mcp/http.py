@@ -6,9 +6,10 @@ session's GET stream. The listening socket is made with IPPROTO_TCP so that asyn
 TCP_NODELAY for every connection (with protocol 0 it does not, and each response waits ~40 ms for
 a delayed ACK).
 
-Requests to `/mcp` go straight to the SDK's transport, past Starlette's router and middleware, which
-only the web UI needs. uvicorn uses httptools to parse HTTP when it is installed, and the server
-runs on uvloop when that is installed: both are optional and each saves a part of every call.
+Requests to `/mcp` go to the fast path for calls (`http_calls`) or straight to the SDK's transport,
+past Starlette's router and middleware, which only the web UI needs. uvicorn parses HTTP with
+httptools, a dependency for that reason: it costs about a fifth of a millisecond of CPU less per
+request than h11. The server runs on uvloop when that is installed (optional).
 """
 
 from __future__ import annotations
