@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from io import TextIOWrapper
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
@@ -58,6 +59,17 @@ class OnceFormatter(logging.Formatter):
             record.__dict__["_aai_text"] = cached
         text: str = cached[1]
         return text
+
+    _second: tuple[int, str] = (-1, "")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 - the stdlib's name
+        """The stdlib's timestamp, with the date and time of the current second formatted once per second."""
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        if self._second[0] != second:
+            self._second = (second, time.strftime(self.default_time_format, self.converter(record.created)))
+        return f"{self._second[1]},{int(record.msecs):03d}"  # the stdlib's default_msec_format
 
 
 class SizedRotatingFileHandler(RotatingFileHandler):

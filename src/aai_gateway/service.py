@@ -24,6 +24,7 @@ from aai_gateway.config import Settings
 from aai_gateway.consent import Answer, Ask, ConsentGate, Question
 from aai_gateway.descriptor import Binding, Descriptor, Tool
 from aai_gateway.descriptor.guide import guide
+from aai_gateway.descriptor.quick_check import Check, compile_check
 from aai_gateway.discovery import Registry, scan, wellknown
 from aai_gateway.discovery.webapps import WebApps
 from aai_gateway.errors import (
@@ -65,7 +66,7 @@ class Gateway:
         self.settings = settings
         self.registry = registry or Registry(scan(settings))
         self._executors: dict[str, Executor] = {}
-        self._validators: dict[int, Draft7Validator] = {}
+        self._validators: dict[int, tuple[Check | None, Draft7Validator]] = {}
         self.web_apps = WebApps()
         if history is None:
             history = HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
@@ -274,9 +275,13 @@ class Gateway:
         return {"results": reports, **counts, "durationMs": round(_ms(started), 3)}
 
     def _check_args(self, tool: Tool, args: Mapping[str, Any]) -> None:
-        validator = self._validators.get(id(tool))
-        if validator is None:
-            validator = self._validators[id(tool)] = Draft7Validator(dict(tool.parameters))
+        known = self._validators.get(id(tool))
+        if known is None:
+            schema = dict(tool.parameters)
+            known = self._validators[id(tool)] = (compile_check(schema), Draft7Validator(schema))
+        quick, validator = known
+        if quick is not None and type(args) is dict and quick(args):
+            return
         errors = sorted(validator.iter_errors(dict(args)), key=lambda e: list(map(str, e.absolute_path)))
         if errors:
             parts = [f"{_field(e.absolute_path)}: {describe(e)}" for e in errors[:5]]

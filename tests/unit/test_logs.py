@@ -76,12 +76,21 @@ def test_the_file_rolls_over_by_size_and_keeps_counting_after_a_restart(tmp_path
 def test_each_record_is_formatted_once_for_every_handler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     logs.configure("info", tmp_path)
     formatted: list[str] = []
-    format_time = logging.Formatter.formatTime
+    format_record = logging.Formatter.format
 
-    def counting(self: logging.Formatter, record: logging.LogRecord, datefmt: str | None = None) -> str:
+    def counting(self: logging.Formatter, record: logging.LogRecord) -> str:
         formatted.append(record.getMessage())
-        return format_time(self, record, datefmt)
+        return format_record(self, record)
 
-    monkeypatch.setattr(logging.Formatter, "formatTime", counting)
+    monkeypatch.setattr(logging.Formatter, "format", counting)
     logging.getLogger("aai_gateway.calls").info("call once")
     assert formatted == ["call once"]
+
+
+def test_timestamps_are_the_stdlib_ones() -> None:
+    mine, stdlib = logs.OnceFormatter(logs.FORMAT), logging.Formatter(logs.FORMAT)
+    for created in (1_700_000_000.0, 1_700_000_000.999, 1_700_000_001.5, 1_700_000_001.0004, 1_600_000_000.25):
+        record = logging.LogRecord("x", logging.INFO, __file__, 1, "message", None, None)
+        record.created, record.msecs = created, (created - int(created)) * 1000
+        assert mine.formatTime(record) == stdlib.formatTime(record)
+        assert mine.formatTime(record, "%H:%M") == stdlib.formatTime(record, "%H:%M")
