@@ -163,6 +163,12 @@ def test_excerpt_cuts_without_encoding_everything() -> None:
     assert text.startswith("[0, 1, 2")
 
 
+@given(st.text(max_size=60), st.integers(1, 80))
+def test_a_string_excerpt_is_its_json_text_cut(value: str, limit: int) -> None:
+    whole = json.dumps(value, ensure_ascii=False)
+    assert excerpt(value, limit) == (whole[:limit], len(whole) > limit)
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),

@@ -14,6 +14,7 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from dbus_fast import BusType, Message, MessageType, Variant
@@ -242,7 +243,7 @@ class DbusExecutor:
                 f"{call.tool.name} sets {target.property} but says neither which argument is the value "
                 "(give the tool one parameter, or a `value` template)"
             )
-        value = _render(template, call)
+        value = _render(template, _values(call))
         signature = prop.signature if prop is not None else guess_signature({"type": _json_kind(value)})
         [sig] = signature_types(signature)
         return Variant(signature, to_dbus(value, sig, target.property or "value"))
@@ -258,8 +259,9 @@ class DbusExecutor:
                 f"(signature '{signature}'); fix the descriptor"
             )
         schemas = _argument_schemas(call)
+        values = _values(call)
         return [
-            to_dbus(_render(t, call), sig, _where(t, i), schemas[i])
+            to_dbus(_render(t, values), sig, _where(t, i), schemas[i])
             for i, (t, sig) in enumerate(zip(templates_, types, strict=True))
         ]
 
@@ -272,11 +274,15 @@ def _argument_schemas(call: ToolCall) -> list[Mapping[str, Any]]:
     return [props.get(next(iter(templates.names(t)), ""), {"type": _json_kind(t)}) for t in given]
 
 
-def _render(template: Any, call: ToolCall) -> Any:
-    """A template with the call's arguments, falling back to the schema's defaults."""
+def _values(call: ToolCall) -> Mapping[str, Any]:
+    """The call's arguments, falling back to the schema's defaults."""
     props: Mapping[str, Mapping[str, Any]] = call.tool.parameters.get("properties", {})
     values = {name: spec["default"] for name, spec in props.items() if "default" in spec}
     values.update(call.args)
+    return values
+
+
+def _render(template: Any, values: Mapping[str, Any]) -> Any:
     try:
         return templates.render(template, values)
     except templates.Missing as missing:
@@ -284,8 +290,13 @@ def _render(template: Any, call: ToolCall) -> Any:
 
 
 def _where(template: Any, index: int) -> str:
-    named = templates.names(template)
+    named = _named(template) if isinstance(template, str) else templates.names(template)
     return next(iter(named)) if len(named) == 1 else f"argument {index + 1}"
+
+
+@lru_cache(maxsize=1024)  # a descriptor's few templates, on every call
+def _named(template: str) -> frozenset[str]:
+    return frozenset(templates.names(template))
 
 
 def _json_kind(value: Any) -> str:

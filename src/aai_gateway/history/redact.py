@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 MASK = "[redacted]"
@@ -35,6 +36,7 @@ MAX_REF_DEPTH = 16
 Schemas = tuple[Mapping[str, Any], ...]
 
 
+@lru_cache(maxsize=4096, typed=True)  # the same few argument names come back on every call
 def secret_key(key: object) -> bool:
     flat = re.sub(r"[^a-z0-9]", "", str(key).lower())
     return flat in SECRET_KEYS or any(part in flat for part in SECRET_PARTS)
