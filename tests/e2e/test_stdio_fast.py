@@ -116,3 +116,27 @@ def test_stdin_from_a_file_is_served_too(bus: Bus, echo_app: None, tmp_path: Pat
     assert b"Traceback" not in done.stderr
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert all(a["id"] == 1 and a["result"]["serverInfo"]["name"] == "aai-gateway" for a in answers)
+
+
+@pytest.mark.parametrize("stdin_from", ["file", "null"])
+def test_stdout_to_a_file_is_served_too(bus: Bus, echo_app: None, tmp_path: Path, stdin_from: str) -> None:
+    """Neither a regular file nor the null device can be watched by the event loop (uvloop would abort)."""
+    env = env_of(bus, tmp_path)
+    requests = tmp_path / "requests.jsonl"
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": CALLER, "version": "1"}}
+    requests.write_text(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}) + "\n")
+    answers = tmp_path / "answers.jsonl"
+    with (requests if stdin_from == "file" else Path("/dev/null")).open("rb") as stdin, answers.open("wb") as stdout:
+        done = subprocess.run(
+            [gateway_command(), "--mcp"],
+            stdin=stdin,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr
+    lines = answers.read_bytes().splitlines()
+    assert all(json.loads(line)["id"] == 1 for line in lines)

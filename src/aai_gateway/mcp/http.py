@@ -9,16 +9,14 @@ a delayed ACK).
 Requests to `/mcp` go to the fast path for calls (`http_calls`) or straight to the SDK's transport,
 past Starlette's router and middleware, which only the web UI needs. uvicorn parses HTTP with
 httptools, a dependency for that reason: it costs about a fifth of a millisecond of CPU less per
-request than h11. The server runs on uvloop when that is installed (optional).
+request than h11. The server runs on uvloop (`mcp.loop`).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import socket
 import sys
-from typing import Any
 
 import anyio
 import uvicorn
@@ -27,6 +25,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from aai_gateway.mcp import loop
 from aai_gateway.mcp.http_calls import HttpCalls
 from aai_gateway.mcp.reload import keep_fresh
 from aai_gateway.mcp.server import GatewayServer
@@ -163,5 +162,4 @@ def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None) 
         finally:
             await gateway.aclose()
 
-    options: dict[str, Any] = {"use_uvloop": importlib.util.find_spec("uvloop") is not None}
-    anyio.run(main, backend_options=options)
+    loop.run(main)

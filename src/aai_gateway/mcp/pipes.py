@@ -16,6 +16,7 @@ import asyncio
 import fcntl
 import logging
 import os
+import stat
 from collections.abc import Callable
 from contextlib import suppress
 from types import TracebackType
@@ -147,6 +148,9 @@ async def open_pipes(unread: bytes = b"") -> Pipes:
     Raises ValueError, with stdin and stdout untouched, where the event loop cannot watch them (a
     regular file, the null device): the caller then falls back to the SDK's transport.
     """
+    for fd in (0, 1):
+        if not _watchable(fd):
+            raise ValueError(f"fd {fd} is neither a pipe, a socket nor a terminal")
     loop = asyncio.get_running_loop()
     blocking = os.get_blocking(0), os.get_blocking(1)
     wire_in = os.fdopen(fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3), "rb", buffering=0)
@@ -181,3 +185,13 @@ def _set_blocking(modes: tuple[bool, bool]) -> None:
     for fd, mode in enumerate(modes):
         with suppress(OSError):
             os.set_blocking(fd, mode)
+
+
+def _watchable(fd: int) -> bool:
+    """Whether the event loop can watch `fd`. Checked here, before any loop sees it: asyncio refuses a
+    regular file with an error, but uvloop aborts the process."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))

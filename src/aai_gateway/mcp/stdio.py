@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 from mcp.server.stdio import stdio_server
 
+from aai_gateway.mcp import loop
 from aai_gateway.mcp.early import Early
 from aai_gateway.mcp.reload import keep_fresh
 from aai_gateway.mcp.server import GatewayServer
@@ -69,4 +70,4 @@ def serve_stdio(gateway: Gateway, early: Early | None = None) -> None:
         finally:
             await gateway.aclose()
 
-    anyio.run(main)
+    loop.run(main)
