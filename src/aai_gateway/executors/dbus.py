@@ -93,7 +93,7 @@ def target_of(call: ToolCall) -> Target:
 class DbusExecutor:
     def __init__(self, settings: Settings | None = None) -> None:
         self._buses: dict[str, MessageBus] = {}
-        self._connecting = asyncio.Lock()
+        self._connecting: dict[str, asyncio.Future[MessageBus]] = {}
         self._nodes: dict[tuple[str, str, str], Node | None] = {}
 
     async def execute(self, call: ToolCall) -> Any:
@@ -120,6 +120,8 @@ class DbusExecutor:
         return parse_output(body, call.tool.options.get("output_parser"), target)
 
     async def aclose(self) -> None:
+        for connecting in self._connecting.values():
+            connecting.cancel()
         buses, self._buses = self._buses, {}
         for bus in buses.values():
             bus.disconnect()
@@ -149,18 +151,23 @@ class DbusExecutor:
         bus = self._buses.get(kind)
         if bus is not None and bus.connected:
             return bus
-        async with self._connecting:
-            bus = self._buses.get(kind)
-            if bus is not None and bus.connected:
-                return bus
-            bus_type = BusType.SYSTEM if kind == "system" else BusType.SESSION
-            try:
-                bus = await MessageBus(bus_type=bus_type).connect()
-            except Exception as exc:
-                raise AutomationFailed(f"cannot connect to the DBus {kind} bus: {exc}") from exc
-            self._buses[kind] = bus
-            self._nodes.clear()
-            return bus
+        # One connection attempt serves every call waiting for it, and a call cancelled meanwhile does not
+        # stop it: dbus-fast closing a half-open socket under the loop's feet is what uvloop aborts on.
+        connecting = self._connecting.get(kind)
+        if connecting is None or connecting.done():
+            connecting = self._connecting[kind] = asyncio.ensure_future(self._connect(kind))
+            connecting.add_done_callback(_retrieved)
+        return await asyncio.shield(connecting)
+
+    async def _connect(self, kind: str) -> MessageBus:
+        bus_type = BusType.SYSTEM if kind == "system" else BusType.SESSION
+        try:
+            bus = await MessageBus(bus_type=bus_type).connect()
+        except Exception as exc:
+            raise AutomationFailed(f"cannot connect to the DBus {kind} bus: {exc}") from exc
+        self._buses[kind] = bus
+        self._nodes.clear()
+        return bus
 
     def _forget(self, kind: str) -> None:
         self._buses.pop(kind, None)
@@ -272,6 +279,12 @@ def _argument_schemas(call: ToolCall) -> list[Mapping[str, Any]]:
     if given is None:
         return list(props.values())
     return [props.get(next(iter(templates.names(t)), ""), {"type": _json_kind(t)}) for t in given]
+
+
+def _retrieved(done: asyncio.Future[Any]) -> None:
+    """Mark a connection attempt's failure as seen: every call that waited for it has been told, or was cancelled."""
+    if not done.cancelled():
+        done.exception()
 
 
 def _values(call: ToolCall) -> Mapping[str, Any]:
