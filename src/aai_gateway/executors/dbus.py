@@ -90,6 +90,10 @@ def target_of(call: ToolCall) -> Target:
     )
 
 
+CLOSE_WAIT = 2.0
+"""Seconds a closing gateway waits for a connection attempt still under way."""
+
+
 class DbusExecutor:
     def __init__(self, settings: Settings | None = None) -> None:
         self._buses: dict[str, MessageBus] = {}
@@ -120,8 +124,11 @@ class DbusExecutor:
         return parse_output(body, call.tool.options.get("output_parser"), target)
 
     async def aclose(self) -> None:
-        for connecting in self._connecting.values():
-            connecting.cancel()
+        pending = [connecting for connecting in self._connecting.values() if not connecting.done()]
+        if pending:  # let an attempt finish rather than cancel it halfway (see `_bus`), within reason
+            _, late = await asyncio.wait(pending, timeout=CLOSE_WAIT)
+            for connecting in late:
+                connecting.cancel()
         buses, self._buses = self._buses, {}
         for bus in buses.values():
             bus.disconnect()
