@@ -155,6 +155,7 @@ def main(
 
 def _serve_mcp(settings: Settings) -> None:
     logs.configure(settings.log_level, settings.aai_home / "logs")
+    logs.lean()
     early = None
     if sys.platform != "win32" and settings.fast_stdio:
         from aai_gateway.mcp.early import Early
@@ -178,6 +179,7 @@ def _serve_web(settings: Settings) -> None:
     from aai_gateway.mcp.http import listening_socket, serve_http
 
     logs.configure(settings.log_level, settings.aai_home / "logs")
+    logs.lean()
     try:
         sock = listening_socket(settings.http_host, settings.http_port)
     except OSError as exc:

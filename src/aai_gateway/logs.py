@@ -14,6 +14,16 @@ FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LOG_FILE = "gateway.log"
 
 
+def lean() -> None:
+    """Leave out of every log record what FORMAT never shows: the caller's file and line (a walk up the
+    stack), the thread's name and the process's id and name. The logging HOWTO's own advice, for a
+    process that logs a line per call."""
+    logging._srcfile = None
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
+
+
 def configure(level: str, log_dir: Path | None, *, stderr_level: str | None = None) -> Path | None:
     """Send the gateway's logs to stderr and to `log_dir/gateway.log`; return the file used, if any.
 

@@ -94,3 +94,15 @@ def test_timestamps_are_the_stdlib_ones() -> None:
         record.created, record.msecs = created, (created - int(created)) * 1000
         assert mine.formatTime(record) == stdlib.formatTime(record)
         assert mine.formatTime(record, "%H:%M") == stdlib.formatTime(record, "%H:%M")
+
+
+def test_a_lean_record_is_formatted_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("_srcfile", "logThreads", "logProcesses", "logMultiprocessing"):
+        monkeypatch.setattr(logging, name, getattr(logging, name))  # put back after the test
+    written = logs.configure("info", tmp_path)
+    assert written is not None
+    logging.getLogger("aai_gateway.calls").info("before %s", "lean")
+    logs.lean()
+    logging.getLogger("aai_gateway.calls").info("after %s", "lean")
+    lines = [line.split(" ", 2)[2] for line in written.read_text().splitlines()]
+    assert lines == ["INFO aai_gateway.calls: before lean", "INFO aai_gateway.calls: after lean"]

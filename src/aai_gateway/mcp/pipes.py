@@ -54,19 +54,14 @@ class PipeReader(_Closing):
 
     def __init__(self, reader: asyncio.StreamReader) -> None:
         self._reader = reader
-        self.shortcut: Callable[[bytes], bool] | None = None
-        """Offered each line first; a line it returns True for is its to answer and is not passed on."""
 
     async def receive(self) -> SessionMessage | Exception:
-        while True:
-            try:
-                line = await self._reader.readline()
-            except (ConnectionError, OSError) as exc:
-                raise anyio.EndOfStream from exc
-            if not line:
-                raise anyio.EndOfStream
-            if self.shortcut is None or not self.shortcut(line):
-                break
+        try:
+            line = await self._reader.readline()
+        except (ConnectionError, OSError) as exc:
+            raise anyio.EndOfStream from exc
+        if not line:
+            raise anyio.EndOfStream
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         except Exception as exc:  # the SDK answers a line it cannot parse with an error, as its own transport does
@@ -115,18 +110,52 @@ class PipeWriter(_Closing):
             await self._writer.drain()
 
 
+class Offering(asyncio.StreamReaderProtocol):
+    """Stdin's protocol: each whole line is offered to `shortcut` the moment it arrives, and the lines it
+    does not take reach the stream reader in order. Taking a call here, rather than when the SDK's
+    read loop gets to it, spares a turn of the event loop on every call."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        super().__init__(reader)
+        self.stream = reader
+        self.shortcut: Callable[[bytes], bool] | None = None
+        """A line it returns True for is its to answer and is not passed on."""
+        self._partial = b""
+
+    def data_received(self, data: bytes) -> None:
+        data = self._partial + data if self._partial else data
+        end = data.rfind(b"\n") + 1
+        if not end and len(data) <= LINE_LIMIT:
+            self._partial = data
+            return
+        whole, self._partial = (data[:end], data[end:]) if end else (data, b"")
+        take = self.shortcut
+        if take is not None and end:
+            lines = whole.split(b"\n")[:-1]
+            whole = b"".join(line + b"\n" for line in lines if not take(line + b"\n"))
+        if whole:
+            super().data_received(whole)
+
+    def eof_received(self) -> bool | None:
+        if self._partial:
+            super().data_received(self._partial)
+            self._partial = b""
+        return super().eof_received()
+
+
 class Pipes:
     """The server's streams over stdin and stdout, and how to give stdin and stdout back."""
 
     def __init__(
         self,
-        reader: asyncio.StreamReader,
+        offering: Offering,
         writer: asyncio.StreamWriter,
         transports: tuple[asyncio.BaseTransport, asyncio.BaseTransport],
         wires: tuple[BinaryIO, BinaryIO],
         blocking: tuple[bool, bool],
     ) -> None:
-        self.reader = PipeReader(reader)
+        self.reader = PipeReader(offering.stream)
+        self.offering = offering
         self.writer = PipeWriter(writer)
         self._transports = transports
         self._wires = wires
@@ -159,7 +188,8 @@ async def open_pipes(unread: bytes = b"") -> Pipes:
     reader.feed_data(unread)  # read from stdin before, and still to be served
     transports: list[asyncio.BaseTransport] = []
     try:
-        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), wire_in)
+        offering = Offering(reader)
+        read_transport, _ = await loop.connect_read_pipe(lambda: offering, wire_in)
         transports.append(read_transport)
         write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, wire_out)
         transports.append(write_transport)
@@ -177,7 +207,7 @@ async def open_pipes(unread: bytes = b"") -> Pipes:
         os.close(null)
     os.dup2(2, 1)
     writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
-    return Pipes(reader, writer, (read_transport, write_transport), (wire_in, wire_out), blocking)
+    return Pipes(offering, writer, (read_transport, write_transport), (wire_in, wire_out), blocking)
 
 
 def _set_blocking(modes: tuple[bool, bool]) -> None:

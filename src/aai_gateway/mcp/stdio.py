@@ -41,7 +41,7 @@ async def _streams(server: GatewayServer, early: Early | None) -> AsyncIterator[
 
     pipes.writer.answered = early.answered if early else set()
     fast = FastCalls(server, pipes.writer)
-    pipes.reader.shortcut = fast.take
+    pipes.offering.shortcut = fast.take
     try:
         yield pipes.reader, pipes.writer
     finally:
