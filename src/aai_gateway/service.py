@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from jsonschema import Draft7Validator
@@ -73,6 +73,8 @@ class Gateway:
         self.history = history
         self._recorder = Recorder(history, Redactor(known_secrets(settings)), self.find)
         self._slots = asyncio.Semaphore(settings.max_concurrent_calls)
+        self._running = 0
+        """Calls under way; one that ends alone commits its record without waiting for others to join it."""
 
     @property
     def platform(self) -> str:
@@ -164,12 +166,13 @@ class Gateway:
             call_id, caller=caller.name, transport=caller.transport, app=app_id, tool=tool_name, args=args
         )
         started = time.perf_counter()
+        self._running += 1
         try:
             result = await self._call(app_id, tool_name, args, caller)
         except AaiError as exc:
             elapsed = _ms(started)
-            log.info("call %s %s %s:%s failed %s in %.1f ms: %s", *where, exc.type, elapsed, exc.detail)
-            await self._recorder.failed(pending, exc, elapsed)
+            _after_answer("call %s %s %s:%s failed %s in %.1f ms: %s", *where, exc.type, elapsed, exc.detail)
+            await self._recorder.failed(pending, exc, elapsed, alone=self._running == 1)
             raise
         except asyncio.CancelledError:
             elapsed = _ms(started)
@@ -181,9 +184,11 @@ class Gateway:
             failure = AutomationFailed(f"the gateway failed unexpectedly ({type(exc).__name__}); see its log")
             await self._recorder.failed(pending, failure, _ms(started))
             raise failure from exc
+        finally:
+            self._running -= 1
         elapsed = _ms(started)
-        log.info("call %s %s %s:%s ok in %.1f ms", *where, elapsed)
-        await self._recorder.ok(pending, result, elapsed)
+        _after_answer("call %s %s %s:%s ok in %.1f ms", *where, elapsed)
+        await self._recorder.ok(pending, result, elapsed, alone=self._running == 0)
         return result
 
     async def _resolve(self, app_id: str) -> Descriptor:
@@ -378,6 +383,14 @@ def _fingerprints(apps: list[Descriptor]) -> dict[str, str]:
 def _field(path: Any) -> str:
     parts = list(path)
     return "args" + (pointer(parts).replace("/", ".") if parts else "")
+
+
+def _after_answer(message: str, *args: Any) -> None:
+    """A call's log line, written once the turn of the event loop that sends the call's answer is over:
+    the caller does not wait for the line's two writes (stderr and the log file). The history record,
+    unlike the line, is committed before the answer."""
+    if log.isEnabledFor(logging.INFO):
+        asyncio.get_running_loop().call_soon(partial(log.info, message, *args))
 
 
 def _ms(started: float) -> float:

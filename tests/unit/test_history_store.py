@@ -277,7 +277,8 @@ def test_writes_on_the_event_loop_commit_there_and_checkpoint_on_the_writer(
     assert jobs.count("checkpoint") == 2, "the writer thread checkpoints every CHECKPOINT_EVERY records"
 
 
-def test_a_write_waits_for_another_writer_on_the_writer_thread(store: HistoryStore) -> None:
+@pytest.mark.parametrize("alone", [False, True])
+def test_a_write_waits_for_another_writer_on_the_writer_thread(store: HistoryStore, alone: bool) -> None:
     """Another process holding the write lock must neither fail the record nor stall the event loop."""
     store.start()
     other = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
@@ -301,7 +302,8 @@ def test_a_write_waits_for_another_writer_on_the_writer_thread(store: HistorySto
                 await asyncio.sleep(0.01)
 
         ticking = asyncio.create_task(tick())
-        await store.write(make("waited"))
+        await asyncio.sleep(0)
+        await store.write(make("waited"), alone=alone)
         await ticking
         return ticks
 
@@ -312,14 +314,30 @@ def test_a_write_waits_for_another_writer_on_the_writer_thread(store: HistorySto
     assert store.count() == 1
 
 
-def test_a_write_on_the_loop_reports_an_unwritable_place(tmp_path: Path) -> None:
+@pytest.mark.parametrize("alone", [False, True])
+def test_a_write_on_the_loop_reports_an_unwritable_place(tmp_path: Path, alone: bool) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     store = HistoryStore(blocker / "history.db")
 
     async def main() -> None:
-        await store.write(make("x"))
+        await store.write(make("x"), alone=alone)
 
     with pytest.raises(HistoryUnavailable):
         asyncio.run(main())
     store.close()
+
+
+def test_a_call_alone_is_committed_before_its_write_returns(store: HistoryStore) -> None:
+    store.start()
+    reader = sqlite3.connect(store.path)
+    seen: list[int] = []
+
+    async def main() -> None:
+        for i in range(3):
+            await store.write(make(f"alone{i}"), alone=True)
+            seen.append(reader.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    asyncio.run(main())
+    reader.close()
+    assert seen == [1, 2, 3]

@@ -51,7 +51,8 @@ class Recorder:
     def begin(self, call_id: str, *, caller: str, transport: str, app: str, tool: str, args: Any) -> Pending:
         return Pending(call_id, caller[:MAX_NAME], transport, app, tool, args)
 
-    async def ok(self, pending: Pending, result: Any, duration_ms: float) -> None:
+    async def ok(self, pending: Pending, result: Any, duration_ms: float, *, alone: bool = False) -> None:
+        """Record a call that succeeded; `alone` when no other call is running (see `HistoryStore.write`)."""
         try:
             tool = self._tool(pending)
             args, redactor = self._args(pending, tool)
@@ -60,15 +61,15 @@ class Recorder:
         except Exception:
             log.exception("cannot record call %s in the history", pending.call_id)
             return
-        await self._write(record)
+        await self._write(record, alone)
 
-    async def failed(self, pending: Pending, error: AaiError, duration_ms: float) -> None:
+    async def failed(self, pending: Pending, error: AaiError, duration_ms: float, *, alone: bool = False) -> None:
         try:
             record = self._error(pending, duration_ms, error.code, error.type, error.detail)
         except Exception:
             log.exception("cannot record call %s in the history", pending.call_id)
             return
-        await self._write(record)
+        await self._write(record, alone)
 
     def cancelled(self, pending: Pending, duration_ms: float) -> None:
         """A call given up by its caller: queued without waiting, since the waiting task is being cancelled."""
@@ -125,9 +126,9 @@ class Recorder:
         except Exception:
             return None
 
-    async def _write(self, record: Record) -> None:
+    async def _write(self, record: Record, alone: bool) -> None:
         try:
-            await self.store.write(record)
+            await self.store.write(record, alone=alone)
         except Exception as exc:
             self._check(exc)
         else:

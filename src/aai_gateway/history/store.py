@@ -103,15 +103,22 @@ class HistoryStore:
         """Queue `record`; the future is done once it is committed (or has an exception if it could not be)."""
         return self._submit("record", record)
 
-    async def write(self, record: Record) -> None:
+    async def write(self, record: Record, *, alone: bool = False) -> None:
         """Commit `record` and return.
 
         Committed on the event loop's own connection when the database takes it at once: the records of
         every call that ends in the same turn of the loop share one transaction, and no thread is woken
-        (handing each record to the writer thread and back cost more than the commit). Where the
-        database is busy (another gateway writing) or cannot be opened here, the writer thread commits
-        it instead and waits as long as it must. Checkpoints, which write to disk, stay in that thread.
+        (handing each record to the writer thread and back cost more than the commit). A call that is
+        `alone` (none other running) is committed right here, without waiting for the next turn. Where
+        the database is busy (another gateway writing) or cannot be opened here, the writer thread
+        commits it instead and waits as long as it must. Checkpoints, which write to disk, stay in that
+        thread.
         """
+        if alone and not self._queued:
+            if self._commit_now([record]):
+                return
+            await asyncio.wrap_future(self.submit(record))
+            return
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._queued.append((record, done))
@@ -121,32 +128,38 @@ class HistoryStore:
 
     def _commit_here(self) -> None:
         queued, self._queued = self._queued, []
-        conn = self._connection_here()
-        if conn is not None:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    conn.executemany(INSERT, [_row(record) for record, _ in queued])
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as exc:
-                if not _busy(exc):
-                    log.debug("committing on the writer thread after: %s", exc)
-                    self._close_here(broken=True)
-            else:
-                for _, done in queued:
-                    if not done.done():
-                        done.set_result(None)
-                self._since_checkpoint += len(queued)
-                if self._since_checkpoint >= CHECKPOINT_EVERY:
-                    self._since_checkpoint = 0
-                    self._submit("checkpoint")
-                return
+        if self._commit_now([record for record, _ in queued]):
+            for _, done in queued:
+                if not done.done():
+                    done.set_result(None)
+            return
         loop = asyncio.get_running_loop()
         for record, done in queued:
             self.submit(record).add_done_callback(partial(_relay, loop, done))
+
+    def _commit_now(self, records: list[Record]) -> bool:
+        """Commit on the loop's connection; False when the database would not take them at once."""
+        conn = self._connection_here()
+        if conn is None:
+            return False
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(INSERT, [_row(record) for record in records])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            if not _busy(exc):
+                log.debug("committing on the writer thread after: %s", exc)
+                self._close_here(broken=True)
+            return False
+        self._since_checkpoint += len(records)
+        if self._since_checkpoint >= CHECKPOINT_EVERY:
+            self._since_checkpoint = 0
+            self._submit("checkpoint")
+        return True
 
     def _connection_here(self) -> sqlite3.Connection | None:
         if self._here is None and not self._here_broken:
