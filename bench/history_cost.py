@@ -30,7 +30,7 @@ CALLER = Caller(name="bench", transport="cli")
 
 
 class KeepNothing(HistoryStore):
-    async def write(self, record: Record) -> None:
+    async def write(self, record: Record, *, alone: bool = False) -> None:
         return None
 
 
