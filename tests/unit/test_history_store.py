@@ -270,6 +270,7 @@ def test_writes_on_the_event_loop_commit_there_and_checkpoint_on_the_writer(
             await asyncio.gather(
                 *(store.write(make(f"w{i}", T0 + timedelta(milliseconds=i))) for i in range(start, start + 50))
             )
+            await asyncio.to_thread(store.flush)  # a commit meeting a checkpoint goes to the writer instead
 
     asyncio.run(main())
     assert store.count() == 250
@@ -341,3 +342,30 @@ def test_a_call_alone_is_committed_before_its_write_returns(store: HistoryStore)
     asyncio.run(main())
     reader.close()
     assert seen == [1, 2, 3]
+
+
+def test_the_write_ahead_log_does_not_grow_under_a_steady_stream_of_calls(
+    store: HistoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checkpoints that cannot catch up with the commits would let the log grow with every call."""
+    monkeypatch.setattr(store_module, "CHECKPOINT_EVERY", 50)
+    monkeypatch.setattr(store_module, "WAL_LIMIT", 256 * 1024)
+    store.start()
+    wal = Path(f"{store.path}-wal")
+    sizes: list[int] = []
+
+    async def main() -> None:
+        for start in range(0, 6000, 8):  # calls ending a few at a time, without a pause
+            await asyncio.gather(
+                *(store.write(make(f"s{i}", T0 + timedelta(milliseconds=i))) for i in range(start, start + 8))
+            )
+            if start % 1000 == 0:
+                sizes.append(wal.stat().st_size)
+
+    asyncio.run(main())
+    store.flush()
+    assert store.count() == 6000
+    assert max(sizes) < 2 * 1024 * 1024, sizes
+    store._submit("checkpoint").result()
+    asyncio.run(store.write(make("last")))
+    assert wal.stat().st_size <= 256 * 1024, "a checkpoint lets the log start over, cut back to WAL_LIMIT"

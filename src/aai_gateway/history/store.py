@@ -36,8 +36,10 @@ SCHEMA_VERSION = 1
 PURGE_EVERY = 3600.0
 MAX_BATCH = 1000
 BUSY_TIMEOUT_MS = 5000
-CHECKPOINT_EVERY = 500
+CHECKPOINT_EVERY = 2000
 """Records committed on the event loop between two checkpoints by the writer thread."""
+WAL_LIMIT = 4 * 1024 * 1024
+"""Bytes the write-ahead log is cut back to whenever a checkpoint lets it start over."""
 SCHEMA = (
     """CREATE TABLE calls (
         seq INTEGER PRIMARY KEY,
@@ -92,6 +94,7 @@ class HistoryStore:
         self._here_broken = False
         self._queued: list[tuple[Record, asyncio.Future[None]]] = []
         self._since_checkpoint = 0
+        self._checkpoint: Future[Any] | None = None
 
     # Writing
 
@@ -138,7 +141,14 @@ class HistoryStore:
             self.submit(record).add_done_callback(partial(_relay, loop, done))
 
     def _commit_now(self, records: list[Record]) -> bool:
-        """Commit on the loop's connection; False when the database would not take them at once."""
+        """Commit on the loop's connection; False when the database would not take them at once.
+
+        While a checkpoint is under way the writer thread commits instead, after it: a checkpoint
+        that had to find a gap between the loop's commits might never find one, and the log would
+        grow without end.
+        """
+        if self._checkpoint is not None and not self._checkpoint.done():
+            return False
         conn = self._connection_here()
         if conn is None:
             return False
@@ -158,7 +168,7 @@ class HistoryStore:
         self._since_checkpoint += len(records)
         if self._since_checkpoint >= CHECKPOINT_EVERY:
             self._since_checkpoint = 0
-            self._submit("checkpoint")
+            self._checkpoint = self._submit("checkpoint")
         return True
 
     def _connection_here(self) -> sqlite3.Connection | None:
@@ -169,6 +179,7 @@ class HistoryStore:
                 self._here.execute("PRAGMA busy_timeout = 0")
                 self._here.execute("PRAGMA synchronous = NORMAL")
                 self._here.execute("PRAGMA wal_autocheckpoint = 0")
+                self._here.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT}")
             except (sqlite3.Error, OSError, HistoryUnavailable) as exc:
                 log.debug("committing on the writer thread: %s", exc)
                 self._close_here(broken=True)
@@ -271,7 +282,11 @@ class HistoryStore:
                 _settle(job.done, failure)
             elif job.kind == "checkpoint":
                 try:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    # RESTART, not PASSIVE: a passive checkpoint under a steady stream of commits never
+                    # catches up with the log, which then grows without end (hundreds of MB an hour,
+                    # and its index in memory with it). The loop commits nothing meanwhile (see
+                    # `_commit_now`); other gateways writing the same file are waited for.
+                    conn.execute("PRAGMA wal_checkpoint(RESTART)")
                 except sqlite3.Error as exc:
                     log.warning("could not checkpoint %s: %s", self.path, exc)
                 _settle(job.done)
@@ -299,6 +314,7 @@ class HistoryStore:
             if str(mode).lower() != "wal":
                 log.warning("%s: SQLite refused WAL mode (%s); history writes may wait for readers", self.path, mode)
             conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT}")
             _migrate(conn, self.path)
         except BaseException:
             conn.close()
