@@ -153,13 +153,7 @@ class HistoryStore:
         if conn is None:
             return False
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany(INSERT, [_row(record) for record in records])
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            _insert(conn, records)
         except sqlite3.Error as exc:
             if not _busy(exc):
                 log.debug("committing on the writer thread after: %s", exc)
@@ -267,13 +261,7 @@ class HistoryStore:
         failure: HistoryUnavailable | None = None
         if records:
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    conn.executemany(INSERT, [_row(r) for r in records])
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
+                _insert(conn, records)
             except sqlite3.Error as exc:
                 log.error("could not write %d call record(s) to %s: %s", len(records), self.path, exc)
                 failure = HistoryUnavailable(str(exc))
@@ -451,6 +439,17 @@ def _where(
         clauses.append("time <= ?")
         params.append(iso(until))
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def _insert(conn: sqlite3.Connection, records: list[Record]) -> None:
+    """The records in one transaction, taking the write lock at once; rolled back on any failure."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany(INSERT, [_row(record) for record in records])
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _row(record: Record) -> tuple[Any, ...]:
