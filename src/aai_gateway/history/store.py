@@ -1,10 +1,13 @@
 """The call history in SQLite: `<AAI home>/history.db`, WAL mode, one writer thread, readers of their own.
 
-The writer takes records from a queue and commits whatever has queued up in one transaction, so
-that a burst of calls costs one commit, not one each; `write` returns once its record is committed.
-With WAL and `synchronous=NORMAL` a commit survives the process being killed (it is in the WAL
-file); a power cut may lose the last commits but never corrupts the database. Records older than
-the retention period are deleted when the writer starts and every hour after.
+A call's record is committed on the event loop's own connection when the database takes it at once
+(the records of calls that end together share one transaction), else by the writer thread, which
+takes records from a queue and commits whatever has queued up in one transaction; either way
+`write` returns once its record is committed. The writer thread also checkpoints the log every
+CHECKPOINT_EVERY records. With WAL and `synchronous=NORMAL` a commit survives the process being
+killed (it is in the WAL file); a power cut may lose the last commits but never corrupts the
+database. Records older than the retention period are deleted when the writer starts and every
+hour after.
 """
 
 from __future__ import annotations
