@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from dbus_fast.aio import MessageBus
 from bench.direct import echo
 from tests.e2e.mcp_client import http_session, stdio_session, web_gateway
 from tests.e2e.raw_client import raw_session
-from tests.support import TEST_APPS, Bus, install_descriptor, running, start_app
+from tests.support import TEST_APPS, Bus, echo_home, running, start_app
 
 ARGS = {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "hello"}}
 EXEC = ("aai:exec", ARGS)
@@ -114,10 +113,7 @@ async def main(calls: int, warmup: int, rounds: int, http: bool, shared_home: bo
                 def env_of(name: str) -> dict[str, str]:
                     home = work / ("home" if shared_home else f"home-{name}")
                     if not home.exists():
-                        install_descriptor(home / ".aai", TEST_APPS / "dev.aai.echo" / "aai.json")
-                        rule = {"caller": RAW_CALLER, "app": "dev.aai.echo", "decision": "allow"}
-                        config = {"consent": {"rules": [rule]}}  # a raw client cannot be asked
-                        (home / ".aai" / "config.json").write_text(json.dumps(config))
+                        echo_home(home, RAW_CALLER)  # a raw client cannot be asked
                     return bus.env(HOME=str(home), AAI_PLATFORM="linux")
 
                 figures = Figures()

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import json
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support import TEST_APPS, Bus, Mpv, running, start_app
+from aai_gateway.config import load_settings
+from aai_gateway.service import Gateway
+from tests.support import TEST_APPS, Bus, Mpv, install_descriptor, running, start_app
 
 
 @pytest.fixture
@@ -28,6 +31,22 @@ def bus(tmp_path: Path) -> Iterator[Bus]:
 def echo_app(bus: Bus) -> Iterator[None]:
     with running(start_app([sys.executable, str(TEST_APPS / "echo_service.py")], bus.env())):
         yield
+
+
+@pytest.fixture
+async def echo_gateway(
+    bus: Bus, echo_app: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Gateway]:
+    """A gateway in this process with the echo app installed, on the private bus; consent asks by default."""
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", bus.address)
+    home = tmp_path / "home"
+    install_descriptor(home / ".aai", TEST_APPS / "dev.aai.echo" / "aai.json")
+    (home / ".aai" / "config.json").write_text(json.dumps({"consent": {"default": "ask"}}))
+    served = Gateway(load_settings({"HOME": str(home), "AAI_PLATFORM": "linux"}))
+    try:
+        yield served
+    finally:
+        await served.aclose()
 
 
 @pytest.fixture

@@ -173,6 +173,13 @@ def install_descriptor(aai_home: Path, source: Path) -> Path:
     return target
 
 
+def echo_home(home: Path, caller: str | None, **config: Any) -> None:
+    """An AAI home with the echo app installed, `caller` (if any) allowed to use it, and more config keys."""
+    install_descriptor(home / ".aai", TEST_APPS / "dev.aai.echo" / "aai.json")
+    rules = [{"caller": caller, "app": "dev.aai.echo", "decision": "allow"}] if caller else []
+    (home / ".aai" / "config.json").write_text(json.dumps({"consent": {"rules": rules}, **config}))
+
+
 class Mpv:
     """mpv on the private bus with its MPRIS plugin, plus a client for its own JSON IPC socket."""
 

@@ -161,8 +161,8 @@ def _serve_mcp(settings: Settings) -> None:
         from aai_gateway.mcp.early import Early
 
         early = Early.start()  # answers initialize and tools/list while the MCP SDK is not imported yet
-    if early is not None:
-        early.answer_initialize(wait=False)
+        if early is not None:
+            early.answer_initialize(wait=False)
     gateway = Gateway(settings)
     for problem in gateway.registry.scan.problems:
         log.warning("%s", problem)

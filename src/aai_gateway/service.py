@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from typing import Any
@@ -166,13 +166,12 @@ class Gateway:
             call_id, caller=caller.name, transport=caller.transport, app=app_id, tool=tool_name, args=args
         )
         started = time.perf_counter()
-        self._running += 1
         try:
-            result = await self._call(app_id, tool_name, args, caller)
+            result = await self._counted(self._call(app_id, tool_name, args, caller))
         except AaiError as exc:
             elapsed = _ms(started)
             _after_answer("call %s %s %s:%s failed %s in %.1f ms: %s", *where, exc.type, elapsed, exc.detail)
-            await self._recorder.failed(pending, exc, elapsed, alone=self._running == 1)
+            await self._recorder.failed(pending, exc, elapsed, alone=not self._running)
             raise
         except asyncio.CancelledError:
             elapsed = _ms(started)
@@ -184,12 +183,18 @@ class Gateway:
             failure = AutomationFailed(f"the gateway failed unexpectedly ({type(exc).__name__}); see its log")
             await self._recorder.failed(pending, failure, _ms(started))
             raise failure from exc
-        finally:
-            self._running -= 1
         elapsed = _ms(started)
         _after_answer("call %s %s %s:%s ok in %.1f ms", *where, elapsed)
-        await self._recorder.ok(pending, result, elapsed, alone=self._running == 0)
+        await self._recorder.ok(pending, result, elapsed, alone=not self._running)
         return result
+
+    async def _counted(self, running: Awaitable[Any]) -> Any:
+        """`running` awaited, counted among the calls under way while it runs."""
+        self._running += 1
+        try:
+            return await running
+        finally:
+            self._running -= 1
 
     async def _resolve(self, app_id: str) -> Descriptor:
         """`app`, or, for an http(s) URL not discovered yet in this run, web:discover of it (cache first)."""

@@ -21,7 +21,7 @@ import httpx2
 import pytest
 
 from tests.e2e.mcp_client import Consenter, http_session, text_of, web_gateway
-from tests.support import TEST_APPS, Bus, gateway_command, install_descriptor
+from tests.support import Bus, echo_home, gateway_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -32,10 +32,7 @@ JSON_HEADERS = {"accept": "application/json, text/event-stream", "content-type":
 
 
 def env_of(bus: Bus, home: Path, *, rules: bool = True, **config: Any) -> dict[str, str]:
-    install_descriptor(home / ".aai", TEST_APPS / "dev.aai.echo" / "aai.json")
-    allowed = [{"caller": CALLER, "app": "dev.aai.echo", "decision": "allow"}] if rules else []
-    settings = {"consent": {"rules": allowed}, "logLevel": "debug", **config}
-    (home / ".aai" / "config.json").write_text(json.dumps(settings))
+    echo_home(home, CALLER if rules else None, **{"logLevel": "debug", **config})
     return bus.env(HOME=str(home), AAI_PLATFORM="linux")
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.raw_client import raw_session
-from tests.support import TEST_APPS, Bus, gateway_command, install_descriptor
+from tests.support import Bus, echo_home, gateway_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -24,11 +24,8 @@ CALLER = "raw-tests"
 
 
 def env_of(bus: Bus, tmp_path: Path, **config: Any) -> dict[str, str]:
-    home = tmp_path / "home"
-    install_descriptor(home / ".aai", TEST_APPS / "dev.aai.echo" / "aai.json")
-    rules = [{"caller": CALLER, "app": "dev.aai.echo", "decision": "allow"}]
-    (home / ".aai" / "config.json").write_text(json.dumps({"consent": {"rules": rules}, **config}))
-    return bus.env(HOME=str(home), AAI_PLATFORM="linux")
+    echo_home(tmp_path / "home", CALLER, **config)
+    return bus.env(HOME=str(tmp_path / "home"), AAI_PLATFORM="linux")
 
 
 CASES: list[tuple[str, dict[str, Any]]] = [

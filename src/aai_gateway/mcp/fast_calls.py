@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
+from mcp.server.connection import Connection
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -52,15 +53,11 @@ class FastCalls:
         caller = self._ready_caller()
         if caller is None:
             return False
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return False
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        message = jsonrpc_object(line)
+        if message is None:
             return False
         if message.get("method") == "notifications/cancelled":
-            params = message.get("params")
-            return isinstance(params, dict) and self._cancel(params.get("requestId"))
+            return self._cancel(cancelled_id(message))
         call = takeable(self.server, message)
         if call is None or request_key(call.request_id) in self._running:
             return False
@@ -78,19 +75,17 @@ class FastCalls:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     def _ready_caller(self) -> Caller | None:
-        """The caller of this connection, once its handshake is done and on the handshake era; else None."""
+        """The caller of this connection, once `ready_caller` has one (kept: a ready connection stays ready)."""
         connection = self.server.connection
-        if connection is None or not connection.initialize_accepted:
-            return None
-        if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return None
-        if self._caller is None or self._caller[0] is not connection:
-            name = client_name(connection.client_params)
-            self._caller = (connection, Caller(name=name, transport="stdio", ask=asker_on(connection)))
-        return self._caller[1]
+        if self._caller is not None and self._caller[0] is connection:
+            return self._caller[1]
+        caller = ready_caller(connection, "stdio")
+        if caller is not None:
+            self._caller = (connection, caller)
+        return caller
 
-    def _cancel(self, request_id: object) -> bool:
-        task = self._running.get(request_key(request_id)) if is_request_id(request_id) else None
+    def _cancel(self, request_id: int | str | None) -> bool:
+        task = self._running.get(request_key(request_id)) if request_id is not None else None
         if task is None:
             return False
         task.cancel()
@@ -108,6 +103,35 @@ class Call:
     request_id: int | str
     target: Target
     arguments: dict[str, Any]
+
+
+def ready_caller(connection: Connection | None, transport: str) -> Caller | None:
+    """The caller behind a connection whose handshake is done, on the handshake era; else None: the SDK
+    serves the session. Over HTTP consent questions travel on the session's standalone stream."""
+    if connection is None or not connection.initialize_accepted:
+        return None
+    if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return None
+    ask = asker_on(connection, standalone=transport == "http")
+    return Caller(name=client_name(connection.client_params), transport=transport, ask=ask)
+
+
+def jsonrpc_object(data: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC 2.0 message object in `data`; None for anything else."""
+    try:
+        message = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None
+    return message
+
+
+def cancelled_id(message: dict[str, Any]) -> int | str | None:
+    """The request a `notifications/cancelled` message names; None when it names none."""
+    params = message.get("params")
+    request_id = params.get("requestId") if isinstance(params, dict) else None
+    return request_id if is_request_id(request_id) else None
 
 
 def takeable(server: GatewayServer, message: dict[str, Any]) -> Call | None:

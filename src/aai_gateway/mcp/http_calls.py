@@ -16,7 +16,6 @@ answered as the SDK answers a cancelled request.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 from collections.abc import Iterator
@@ -27,13 +26,21 @@ import anyio
 from mcp.server.streamable_http import REQUEST_CANCELLED, StreamableHTTPServerTransport, check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
-from aai_gateway.mcp.early import is_request_id
-from aai_gateway.mcp.fast_calls import Call, answered, encoded, request_key, takeable
-from aai_gateway.mcp.server import GatewayServer, asker_on, client_name
+from aai_gateway.mcp.fast_calls import (
+    Call,
+    answered,
+    cancelled_id,
+    encoded,
+    jsonrpc_object,
+    ready_caller,
+    request_key,
+    takeable,
+)
+from aai_gateway.mcp.server import GatewayServer
 from aai_gateway.service import Caller
 
 log = logging.getLogger(__name__)
@@ -61,9 +68,8 @@ class HttpCalls:
         if transport is None or session_id is None or not self._plain_post(headers):
             return receive
         connection = self.server.sessions.get(session_id)
-        if connection is None or not connection.initialize_accepted:
-            return receive
-        if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        caller = ready_caller(connection, "http")
+        if connection is None or caller is None:
             return receive
         request = Request(scope, receive)
         if not check_accept_headers(request)[0]:
@@ -77,16 +83,14 @@ class HttpCalls:
         replay = _replaying(received, receive)
         if body is None:
             return replay
-        message = _json_object(body)
+        message = jsonrpc_object(body)
         if message is None:
             return replay
         if message.get("method") == "notifications/cancelled":
-            return None if await self._cancel(session_id, message, scope, send) else replay
+            return None if await self._cancel(session_id, message, send) else replay
         call = takeable(self.server, message)
         if call is None or (session_id, request_key(call.request_id)) in self._running:
             return replay
-        name = client_name(connection.client_params)
-        caller = Caller(name=name, transport="http", ask=asker_on(connection, standalone=True))
         with holding(transport):
             answer = await self._answer(session_id, call, caller, connection.protocol_version)
         await _respond(send, 200, session_id, encoded(answer))
@@ -128,11 +132,10 @@ class HttpCalls:
             return {"jsonrpc": "2.0", "id": call.request_id, "error": error}
         return task.result()
 
-    async def _cancel(self, session_id: str, message: dict[str, Any], scope: Scope, send: Send) -> bool:
+    async def _cancel(self, session_id: str, message: dict[str, Any], send: Send) -> bool:
         """Cancel a call taken here, answering the notification as the SDK does; False if it is not one of ours."""
-        params = message.get("params")
-        request_id = params.get("requestId") if isinstance(params, dict) else None
-        if "id" in message or not is_request_id(request_id):
+        request_id = cancelled_id(message)
+        if "id" in message or request_id is None:
             return False
         task = self._running.get((session_id, request_key(request_id)))
         if task is None:
@@ -171,16 +174,6 @@ def _replaying(received: list[Message], receive: Receive) -> Receive:
         return pending.pop(0) if pending else await receive()
 
     return replay
-
-
-def _json_object(body: bytes) -> dict[str, Any] | None:
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return None
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        return None
-    return message
 
 
 async def _respond(send: Send, status: int, session_id: str, body: bytes) -> None:

@@ -280,39 +280,45 @@ def _asker(ctx: ServerRequestContext[Any]) -> Ask | None:
     (HTTP with JSON responses). No answer, an error or a dismissed form is None: CONSENT_REQUIRED.
     """
     session = ctx.session
-    capabilities = session.client_capabilities
-    elicitation = capabilities.elicitation if capabilities is not None else None
-    if elicitation is None or (elicitation.form is None and elicitation.url is not None):
-        return None
     related = ctx.request_id if session.can_send_request else None
 
-    async def ask(question: Question) -> Answer | None:
-        if related is None and not await _standalone_stream(session.send_ping):
-            log.info(
-                "could not ask about %s:%s: the client has no open stream for requests", question.app, question.tool
-            )
-            return None
-        return await _asked(question, session.elicit_form(question.message(), CONSENT_FORM, related_request_id=related))
+    def elicit(question: Question) -> Awaitable[types.ElicitResult]:
+        return session.elicit_form(question.message(), CONSENT_FORM, related_request_id=related)
 
-    return ask
+    return _form_asker(session.client_capabilities, elicit, session.send_ping if related is None else None)
 
 
 def asker_on(connection: Connection, standalone: bool = False) -> Ask | None:
     """`_asker` for a call served outside the SDK's request handling: on the connection's own back channel
     (stdio), or with `standalone` on the session's standalone stream (HTTP with JSON responses)."""
     params = connection.client_params
-    elicitation = params.capabilities.elicitation if params is not None else None
+
+    def elicit(question: Question) -> Awaitable[types.ElicitResult]:
+        form = types.ElicitRequestFormParams(message=question.message(), requested_schema=CONSENT_FORM)
+        return connection.send_request(types.ElicitRequest(params=form))
+
+    capabilities = params.capabilities if params is not None else None
+    return _form_asker(capabilities, elicit, connection.ping if standalone else None)
+
+
+def _form_asker(
+    capabilities: types.ClientCapabilities | None,
+    elicit: Callable[[Question], Awaitable[types.ElicitResult]],
+    ping: Callable[[], Awaitable[object]] | None,
+) -> Ask | None:
+    """Questions put with `elicit`, to a client that takes form elicitations; with `ping`, only once the
+    standalone stream they travel on is open."""
+    elicitation = capabilities.elicitation if capabilities is not None else None
     if elicitation is None or (elicitation.form is None and elicitation.url is not None):
         return None
 
     async def ask(question: Question) -> Answer | None:
-        if standalone and not await _standalone_stream(connection.ping):
+        if ping is not None and not await _standalone_stream(ping):
             log.info(
                 "could not ask about %s:%s: the client has no open stream for requests", question.app, question.tool
             )
             return None
-        form = types.ElicitRequestFormParams(message=question.message(), requested_schema=CONSENT_FORM)
-        return await _asked(question, connection.send_request(types.ElicitRequest(params=form)))
+        return await _asked(question, elicit(question))
 
     return ask
 
