@@ -49,3 +49,21 @@ async def test_without_a_shortcut_every_line_is_passed_on() -> None:
     offering.data_received(b"\n")
     offering.eof_received()
     assert await lines_of(reader) == [b"one\n", b"three\n"]
+
+
+async def test_a_line_of_megabytes_in_many_pieces_is_offered_once_and_whole() -> None:
+    reader = asyncio.StreamReader()
+    offering = Offering(reader)
+    taken: list[bytes] = []
+
+    def take(line: bytes) -> bool:
+        taken.append(line)
+        return True
+
+    offering.shortcut = take
+    line = b'{"text":"' + b"x" * (3 << 20) + b'"}\n'
+    for start in range(0, len(line), 1 << 16):
+        offering.data_received(line[start : start + (1 << 16)])
+    offering.eof_received()
+    assert taken == [line]
+    assert await lines_of(reader) == []

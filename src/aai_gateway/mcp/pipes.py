@@ -120,17 +120,21 @@ class Offering(asyncio.StreamReaderProtocol):
         self.stream = reader
         self.shortcut: Callable[[bytes], bool] | None = None
         """A line it returns True for is its to answer and is not passed on."""
-        self._partial = b""
+        self._partial = bytearray()
+        """The start of a line still arriving; grown in place, since a line of megabytes comes in many pieces."""
 
     def data_received(self, data: bytes) -> None:
-        data = self._partial + data if self._partial else data
         end = data.rfind(b"\n") + 1
-        if not end and len(data) <= LINE_LIMIT:
-            self._partial = data
+        if not end:
+            self._partial += data
+            if len(self._partial) > LINE_LIMIT:  # the reader refuses it
+                super().data_received(bytes(self._partial))
+                self._partial.clear()
             return
-        whole, self._partial = (data[:end], data[end:]) if end else (data, b"")
+        whole = bytes(self._partial + data[:end]) if self._partial else data[:end]
+        self._partial = bytearray(data[end:])
         take = self.shortcut
-        if take is not None and end:
+        if take is not None:
             lines = whole.split(b"\n")[:-1]
             whole = b"".join(line + b"\n" for line in lines if not take(line + b"\n"))
         if whole:
@@ -138,8 +142,8 @@ class Offering(asyncio.StreamReaderProtocol):
 
     def eof_received(self) -> bool | None:
         if self._partial:
-            super().data_received(self._partial)
-            self._partial = b""
+            super().data_received(bytes(self._partial))
+            self._partial.clear()
         return super().eof_received()
 
 
