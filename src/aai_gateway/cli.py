@@ -160,7 +160,7 @@ def _serve_mcp(settings: Settings) -> None:
     if sys.platform != "win32" and settings.fast_stdio:
         from aai_gateway.mcp.early import Early
 
-        early = Early.start()  # answers initialize and tools/list while the MCP SDK is not imported yet
+        early = Early.start(settings.tool_names)  # answers initialize and tools/list before the SDK is imported
         if early is not None:
             early.answer_initialize(wait=False)
     gateway = Gateway(settings)

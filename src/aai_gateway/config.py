@@ -76,8 +76,10 @@ class Settings:
     http_host: str = "127.0.0.1"
     http_port: int = 3000
     scan_interval_minutes: float = 0.0
-    tool_names: str = "spec"
-    error_style: str = "jsonrpc"
+    tool_names: str = "strict"
+    """How the gateway's tools are listed: "strict" (`aai_exec`) or "seed" (`aai:exec`)."""
+    error_style: str = "result"
+    """How tool errors come back: "result" (`isError` tool results) or "jsonrpc" (JSON-RPC errors)."""
     max_descriptor_bytes: int = 1024 * 1024
     history_retention_days: float = 30.0
     fast_stdio: bool = True
@@ -218,8 +220,8 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         http_host=data.get("httpHost", "127.0.0.1"),
         http_port=data.get("httpPort", 3000),
         scan_interval_minutes=float(data.get("scanIntervalMinutes", 0)),
-        tool_names=data.get("toolNames", "spec"),
-        error_style=data.get("errorStyle", "jsonrpc"),
+        tool_names=data.get("toolNames", "strict"),
+        error_style=data.get("errorStyle", "result"),
         max_descriptor_bytes=data.get("maxDescriptorBytes", 1024 * 1024),
         history_retention_days=float(data.get("historyRetentionDays", 30)),
         max_concurrent_calls=data.get("maxConcurrentCalls", 16),

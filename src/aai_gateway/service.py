@@ -39,6 +39,7 @@ from aai_gateway.errors import (
 from aai_gateway.executors import Executor, ToolCall
 from aai_gateway.history import HISTORY_FILE, HistoryStore, Recorder, Redactor, known_secrets
 from aai_gateway.problems import describe, pointer
+from aai_gateway.spelling import Spelling, spelling
 
 log = logging.getLogger("aai_gateway.calls")
 
@@ -79,6 +80,11 @@ class Gateway:
     @property
     def platform(self) -> str:
         return self.settings.platform
+
+    @property
+    def spelling(self) -> Spelling:
+        """The gateway's own tools as they are listed, for every text an agent reads."""
+        return spelling(self.settings.tool_names)
 
     def apps(self) -> list[Descriptor]:
         return self.registry.served()
@@ -137,7 +143,7 @@ class Gateway:
     def guide_of(self, app: Descriptor) -> str:
         """The operation guide; a discovered web app's examples name it by its site."""
         site = self.web_apps.site_of(app)
-        return guide(app, self.platform, site=site.origin if site else None)
+        return guide(app, self.platform, site=site.origin if site else None, exec_name=self.spelling.exec)
 
     def find(self, app_id: str, tool_name: str) -> tuple[Descriptor, Binding, Tool]:
         return self._find_tool(self.app(app_id), app_id, tool_name)
@@ -247,7 +253,7 @@ class Gateway:
         started = time.perf_counter()
         entries: list[BatchEntry | AaiError] = [_batch_entry(i, raw) for i, raw in enumerate(calls)]
         if caller.ask is not None:
-            caller = replace(caller, ask=_ask_once(caller.ask, entries))
+            caller = replace(caller, ask=_ask_once(caller.ask, entries, self.spelling.batch))
         reports: list[dict[str, Any]] = [{}] * len(entries)
         stopped = False
         slots = asyncio.Semaphore(self.settings.max_concurrent_calls)
@@ -324,7 +330,7 @@ class Gateway:
         known = self.registry.scan.apps.get(app_id)
         if known is not None:
             return f"{app_id} has no binding for {self.platform} or web (it has {', '.join(known.bindings)})."
-        web = "" if hint else " For a web app, call web:discover with its domain or URL first."
+        web = "" if hint else f" For a web app, call {self.spelling.discover} with its domain or URL first."
         return f"no app '{app_id}' is installed; known apps: {', '.join(ids) or 'none'}.{hint}{web}"
 
 
@@ -360,7 +366,7 @@ def _batch_report(entry: BatchEntry | AaiError, status: str, duration_ms: float 
     return report | more
 
 
-def _ask_once(ask: Ask, entries: Sequence[BatchEntry | AaiError]) -> Ask:
+def _ask_once(ask: Ask, entries: Sequence[BatchEntry | AaiError], batch_name: str) -> Ask:
     """The batch's asker: one question per app and tool, whose answer every call of that tool awaits."""
     answers: dict[tuple[str, str], asyncio.Task[Answer | None]] = {}
     shared: dict[tuple[str, str], int] = {}
@@ -373,7 +379,7 @@ def _ask_once(ask: Ask, entries: Sequence[BatchEntry | AaiError]) -> Ask:
         if key not in answers:
             count = shared.get(key, 1)
             if count > 1:
-                note = ("aai:batch", f"this answer applies to all {count} calls of {question.tool} in the batch")
+                note = (batch_name, f"this answer applies to all {count} calls of {question.tool} in the batch")
                 question = replace(question, arguments=(*question.arguments, note))
             answers[key] = asyncio.ensure_future(ask(question))
         return await answers[key]

@@ -137,8 +137,18 @@ def text_of(result: types.CallToolResult) -> str:
 
 
 async def error_of(session: ClientSession, name: str, arguments: dict[str, Any]) -> types.ErrorData:
+    """The error a call came back with, in either style: a JSON-RPC error, or (the default) an `isError` result
+    carrying `structuredContent.error`, given here as the same `{code, message, data: {type, detail}}`."""
     try:
         result = await session.call_tool(name, arguments)
     except MCPError as exc:
         return exc.error
+    if result.is_error and result.structured_content is not None and "error" in result.structured_content:
+        error = result.structured_content["error"]
+        block = result.content[0]
+        assert isinstance(block, types.TextContent)
+        assert block.text == f"{error['type']} ({error['code']}): {' '.join(error['detail'].split())}", block.text
+        return types.ErrorData(
+            code=error["code"], message=block.text, data={"type": error["type"], "detail": error["detail"]}
+        )
     raise AssertionError(f"{name} succeeded: {result}")

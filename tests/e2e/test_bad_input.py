@@ -30,7 +30,7 @@ def exec_request(request_id: int, arguments: Any) -> dict[str, Any]:
         "jsonrpc": "2.0",
         "id": request_id,
         "method": "tools/call",
-        "params": {"name": "aai:exec", "arguments": arguments},
+        "params": {"name": "aai_exec", "arguments": arguments},
     }
 
 
@@ -72,6 +72,13 @@ class RawSession:
         self.client.close()
 
 
+def tool_error(answer: dict[str, Any]) -> dict[str, Any]:
+    """The `{code, type, detail}` of a failed tool call: an `isError` result, as the gateway answers by default."""
+    assert answer["result"]["isError"] is True, answer
+    error: dict[str, Any] = answer["result"]["structuredContent"]["error"]
+    return error
+
+
 def test_each_bad_request_gets_its_error_and_the_session_goes_on(url: str) -> None:
     raw = RawSession(url)
     try:
@@ -82,13 +89,13 @@ def test_each_bad_request_gets_its_error_and_the_session_goes_on(url: str) -> No
         unknown = raw.call({"jsonrpc": "2.0", "id": 2, "method": "no/such/method"})
         assert unknown["error"]["code"] == -32601
 
-        not_object = raw.call(exec_request(3, {"app": "dev.aai.echo", "tool": "echo", "args": [1]}))
-        assert (not_object["error"]["code"], not_object["error"]["data"]["type"]) == (-32005, "INVALID_PARAMS")
-        assert "'args' as an object" in not_object["error"]["data"]["detail"]
+        not_object = tool_error(raw.call(exec_request(3, {"app": "dev.aai.echo", "tool": "echo", "args": [1]})))
+        assert (not_object["code"], not_object["type"]) == (-32005, "INVALID_PARAMS")
+        assert "'args' as an object" in not_object["detail"]
 
-        no_app = raw.call(exec_request(4, {"tool": "echo"}))
-        assert no_app["error"]["code"] == -32005
-        assert "'app'" in no_app["error"]["data"]["detail"]
+        no_app = tool_error(raw.call(exec_request(4, {"tool": "echo"})))
+        assert no_app["code"] == -32005
+        assert "'app'" in no_app["detail"]
 
         wrong_shape = raw.call(exec_request(5, "not an object"))
         assert wrong_shape["error"]["code"] == -32602
@@ -137,12 +144,12 @@ async def test_a_slow_call_does_not_hold_up_a_fast_one(
 
     async def run(session: Any) -> None:
         async def slow() -> None:
-            await session.call_tool("aai:exec", {"app": "dev.aai.echo", "tool": "sleep", "args": {"seconds": 0.6}})
+            await session.call_tool("aai_exec", {"app": "dev.aai.echo", "tool": "sleep", "args": {"seconds": 0.6}})
             finished.append("slow")
 
         async def fast() -> None:
             await anyio.sleep(0.05)
-            result = await session.call_tool("aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "f"}})
+            result = await session.call_tool("aai_exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "f"}})
             assert text_of(result) == "f"
             finished.append("fast")
 

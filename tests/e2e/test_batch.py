@@ -116,7 +116,7 @@ def naps(count: int = SLOW_APPS, seconds: float = 0.2) -> list[dict[str, Any]]:
     return [{"app": f"dev.aai.slow{i % SLOW_APPS}", "tool": "nap", "args": {"seconds": seconds}} for i in range(count)]
 
 
-async def batch(session: ClientSession, calls: list[Any], name: str = "aai:batch", **options: Any) -> dict[str, Any]:
+async def batch(session: ClientSession, calls: list[Any], name: str = "aai_batch", **options: Any) -> dict[str, Any]:
     """The batch's report, checked to be the same in the text and the structured content."""
     result = await session.call_tool(name, {"calls": calls, **options})
     assert not result.is_error, result
@@ -225,7 +225,7 @@ async def test_max_concurrent_calls_bounds_a_batch_and_the_whole_gateway(
             for _ in range(2):
                 group.start_soon(batch, session, naps(5))
             for call in naps(2):
-                group.start_soon(session.call_tool, "aai:exec", call)
+                group.start_soon(session.call_tool, "aai_exec", call)
         assert napper.naps == 9 + 12
         assert napper.peak == 3
 

@@ -108,7 +108,7 @@ def recorded(env: dict[str, str]) -> list[dict[str, Any]]:
 async def test_the_seed_outlook_tool_sends_one_mail(env: dict[str, str], tmp_path: Path) -> None:
     args = {"to": "ada@example.com", "subject": 'Re: "quotes" & $(id)', "body": "Line one\r\nLine two\x00🎉"}
     async with stdio_session(env, tmp_path / "stderr.log") as session:
-        sent = await session.call_tool("aai:exec", {"app": "com.apple.mail", "tool": "send_email", "args": args})
+        sent = await session.call_tool("aai_exec", {"app": "com.apple.mail", "tool": "send_email", "args": args})
         assert json.loads(text_of(sent)) == {"success": True, "message_id": "generated"}
         direct = await session.call_tool("com.apple.mail:send_email", args)
         assert json.loads(text_of(direct)) == {"success": True, "message_id": "generated"}
@@ -125,21 +125,21 @@ async def test_the_seed_outlook_tool_sends_one_mail(env: dict[str, str], tmp_pat
 
 async def test_com_failures_and_a_timeout_keep_the_gateway_serving(env: dict[str, str], tmp_path: Path) -> None:
     async with stdio_session(env, tmp_path / "stderr.log") as session:
-        error = await error_of(session, "aai:exec", {"app": "com.example.missing", "tool": "open", "args": {}})
+        error = await error_of(session, "aai_exec", {"app": "com.example.missing", "tool": "open", "args": {}})
         assert error.code == -32002
         assert error.data == {
             "type": "APP_NOT_FOUND",
             "detail": "Windows knows no ProgID 'Missing.Application' (invalid class string); is the app installed?",
         }
 
-        error = await error_of(session, "aai:exec", {"app": "com.example.slow", "tool": "wait", "args": {}})
+        error = await error_of(session, "aai_exec", {"app": "com.example.slow", "tool": "wait", "args": {}})
         assert error.code == -32008
         assert isinstance(error.data, dict)
         assert "com.example.slow's wait did not finish within 0.5 s" in error.data["detail"]
 
         # The abandoned call still waits inside the app; other calls go on.
         args = {"to": "ada@example.com", "subject": "s", "body": "b"}
-        sent = await session.call_tool("aai:exec", {"app": "com.apple.mail", "tool": "send_email", "args": args})
+        sent = await session.call_tool("aai_exec", {"app": "com.apple.mail", "tool": "send_email", "args": args})
         assert json.loads(text_of(sent)) == {"success": True, "message_id": "generated"}
     assert [e["op"] for e in recorded(env)][:2] == ["create", "call"]
     assert recorded(env)[1]["method"] == "Wait"
@@ -148,9 +148,9 @@ async def test_com_failures_and_a_timeout_keep_the_gateway_serving(env: dict[str
 async def test_a_shape_c_descriptor_sends_its_envelope_to_execute(env: dict[str, str], tmp_path: Path) -> None:
     params = {"text": 'milk " & $(id) \n 牛奶'}
     async with stdio_session(env, tmp_path / "stderr.log") as session:
-        added = await session.call_tool("aai:exec", {"app": "com.example.envelope", "tool": "add", "args": params})
+        added = await session.call_tool("aai_exec", {"app": "com.example.envelope", "tool": "add", "args": params})
         assert json.loads(text_of(added)) == {"tool": "add", "params": params}
-        error = await error_of(session, "aai:exec", {"app": "com.example.envelope", "tool": "refuse", "args": {}})
+        error = await error_of(session, "aai_exec", {"app": "com.example.envelope", "tool": "refuse", "args": {}})
         assert (error.code, error.data) == (-32004, {"type": "PERMISSION_DENIED", "detail": "not today"})
     create, execute = recorded(env)[:2]
     assert create == {"op": "create", "progid": "Test.Envelope"}

@@ -36,15 +36,15 @@ def configure(home: Path, consent: dict[str, Any]) -> None:
 
 
 async def echo(session: ClientSession, text: str = "hi") -> str:
-    return text_of(await session.call_tool("aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": text}}))
+    return text_of(await session.call_tool("aai_exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": text}}))
 
 
 async def add(session: ClientSession) -> str:
-    return text_of(await session.call_tool("aai:exec", {"app": "dev.aai.echo", "tool": "add", "args": {"a": 2}}))
+    return text_of(await session.call_tool("aai_exec", {"app": "dev.aai.echo", "tool": "add", "args": {"a": 2}}))
 
 
 async def refused(session: ClientSession, tool: str = "echo", args: dict[str, Any] | None = None) -> tuple[int, str]:
-    error = await error_of(session, "aai:exec", {"app": "dev.aai.echo", "tool": tool, "args": args or {"text": "x"}})
+    error = await error_of(session, "aai_exec", {"app": "dev.aai.echo", "tool": tool, "args": args or {"text": "x"}})
     assert error.data is not None
     return error.code, str(error.data["detail"])
 

@@ -32,11 +32,11 @@ def home_with(tmp_path: Path, *descriptors: Path) -> Path:
 
 
 async def run(session: ClientSession, app: str, tool: str, args: dict[str, Any] | None = None) -> str:
-    return text_of(await session.call_tool("aai:exec", {"app": app, "tool": tool, "args": args or {}}))
+    return text_of(await session.call_tool("aai_exec", {"app": app, "tool": tool, "args": args or {}}))
 
 
 async def failure(session: ClientSession, app: str, tool: str, args: dict[str, Any] | None = None) -> tuple[int, str]:
-    error = await error_of(session, "aai:exec", {"app": app, "tool": tool, "args": args or {}})
+    error = await error_of(session, "aai_exec", {"app": app, "tool": tool, "args": args or {}})
     return error.code, str(error.data["detail"])
 
 
@@ -124,11 +124,11 @@ async def test_bus_restart_is_survived(tmp_path: Path) -> None:
             bus = Bus(tmp_path / "bus", fixed_socket=True)
             app = start_app([sys.executable, str(TEST_APPS / "echo_service.py")], bus.env())
             result = await session.call_tool(
-                "aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "after"}}
+                "aai_exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "after"}}
             )
             if result.is_error:  # the first call may only find out that the old connection is gone
                 result = await session.call_tool(
-                    "aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "after"}}
+                    "aai_exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "after"}}
                 )
             assert text_of(result) == "after"
     finally:

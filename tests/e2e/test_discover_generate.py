@@ -63,7 +63,7 @@ def generate_and_install(env: dict[str, str], tmp_path: Path, bus_name: str, *ar
 
 
 async def run(session: ClientSession, app: str, tool: str, args: dict[str, Any] | None = None) -> str:
-    return text_of(await session.call_tool("aai:exec", {"app": app, "tool": tool, "args": args or {}}))
+    return text_of(await session.call_tool("aai_exec", {"app": app, "tool": tool, "args": args or {}}))
 
 
 async def eventually(session: ClientSession, app: str, tool: str, expected: str, timeout: float = 10) -> None:
@@ -185,8 +185,8 @@ async def test_generated_echo_descriptors_drive_the_app(bus: Bus, echo_app: None
     camel = generate_and_install(env, tmp_path, "dev.aai.Echo", "--format", "c", "--app-id", "dev.aai.echo-c")
     async with stdio_session(env, tmp_path / "stderr.log") as session:
         names = [t.name for t in (await session.list_tools()).tools]
-        assert {"app:dev.aai.echo", "app:dev.aai.echo-c"} <= set(names)
-        guide = text_of(await session.call_tool("app:dev.aai.echo", {}))
+        assert {"app_dev_aai_echo", "app_dev_aai_echo-c"} <= set(names)
+        guide = text_of(await session.call_tool("app_dev_aai_echo", {}))
         assert "### set_volume" in guide
         for each in (app, camel):
             assert await run(session, each, "echo", {"text": "héllo 🎉"}) == "héllo 🎉"

@@ -149,14 +149,14 @@ def gateway_env(bus: Bus, tmp_path: Path) -> dict[str, str]:
 
 
 async def run(session: ClientSession, tool: str, args: dict[str, Any] | None = None) -> Any:
-    result = await session.call_tool("aai:exec", {"app": APP, "tool": tool, "args": args or {}})
+    result = await session.call_tool("aai_exec", {"app": APP, "tool": tool, "args": args or {}})
     return json.loads(text_of(result))
 
 
 async def test_dunst_shows_replaces_and_closes_notifications(bus: Bus, dunst: None, tmp_path: Path) -> None:
     async with stdio_session(gateway_env(bus, tmp_path), tmp_path / "stderr.log") as session:
         names = [t.name for t in (await session.list_tools()).tools]
-        assert f"app:{APP}" in names
+        assert "app_org_dunst-project_dunst" in names
         guide = text_of(await session.call_tool(f"app:{APP}", {}))
         assert guide.startswith("# Notifications Operation Guide\n")
         for tool in ("notify", "close", "server_information", "capabilities"):
@@ -219,7 +219,7 @@ async def test_explicit_timeout_and_bad_arguments(bus: Bus, dunst: None, tmp_pat
     async with stdio_session(gateway_env(bus, tmp_path), tmp_path / "stderr.log") as session:
 
         async def exec_error(tool: str, args: dict[str, Any]) -> tuple[int, str, str]:
-            error = await error_of(session, "aai:exec", {"app": APP, "tool": tool, "args": args})
+            error = await error_of(session, "aai_exec", {"app": APP, "tool": tool, "args": args})
             assert isinstance(error.data, dict)
             return error.code, error.data["type"], error.data["detail"]
 

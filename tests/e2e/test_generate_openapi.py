@@ -70,7 +70,7 @@ def install(home: Path, doc: dict[str, Any]) -> str:
 
 
 async def run(session: ClientSession, app: str, tool: str, **args: Any) -> Any:
-    return json.loads(text_of(await session.call_tool("aai:exec", {"app": app, "tool": tool, "args": args})))
+    return json.loads(text_of(await session.call_tool("aai_exec", {"app": app, "tool": tool, "args": args})))
 
 
 async def drive(session: ClientSession, app: str) -> None:

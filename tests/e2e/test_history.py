@@ -53,9 +53,9 @@ async def test_stdio_calls_are_listed_with_the_client_name_and_shown_whole(
     home = home_for(tmp_path)
     env = env_for(bus, home)
     async with stdio_session(env, tmp_path / "stderr.log") as session:
-        assert text_of(await session.call_tool("aai:exec", exec_args("echo", text="hello"))) == "hello"
-        assert (await error_of(session, "aai:exec", exec_args("echo", txt="x"))).code == -32005
-        assert (await error_of(session, "aai:exec", exec_args("fail", message="nope"))).code == -32001
+        assert text_of(await session.call_tool("aai_exec", exec_args("echo", text="hello"))) == "hello"
+        assert (await error_of(session, "aai_exec", exec_args("echo", txt="x"))).code == -32005
+        assert (await error_of(session, "aai_exec", exec_args("fail", message="nope"))).code == -32001
 
     records = history_json(env)
     assert [(r["tool"], r["status"]) for r in records] == [("fail", "error"), ("echo", "error"), ("echo", "ok")]
@@ -128,7 +128,7 @@ async def test_http_and_command_line_calls_are_recorded_with_their_transport(
     env = env_for(bus, home)
     with web_gateway(env, tmp_path / "web.log") as url:
         async with http_session(url) as session:
-            assert text_of(await session.call_tool("aai:exec", exec_args("add", a=2, b=3))) == "5"
+            assert text_of(await session.call_tool("aai_exec", exec_args("add", a=2, b=3))) == "5"
     done = cli(env, "call", "dev.aai.echo", "echo", '{"text": "from the shell"}')
     assert done.returncode == 0, done.stderr
     assert done.stdout == "from the shell\n"
@@ -144,9 +144,9 @@ async def test_log_level_comes_from_the_config_and_the_option_overrides_it(
     env = env_for(bus, home)
     log_file = home / ".aai" / "logs" / "gateway.log"
     async with stdio_session(env, tmp_path / "quiet.log") as session:
-        text_of(await session.call_tool("aai:exec", exec_args("echo", text="quiet")))
+        text_of(await session.call_tool("aai_exec", exec_args("echo", text="quiet")))
     async with stdio_session(env, tmp_path / "loud.log", "--log-level", "info") as session:
-        text_of(await session.call_tool("aai:exec", exec_args("echo", text="loud")))
+        text_of(await session.call_tool("aai_exec", exec_args("echo", text="loud")))
     loud, quiet = history_json(env)
     log_text = log_file.read_text()
     assert f"call {quiet['id']}" not in log_text
@@ -194,7 +194,7 @@ def test_killing_the_gateway_mid_load_keeps_every_answered_call_and_a_sound_data
                     "jsonrpc": "2.0",
                     "id": i,
                     "method": "tools/call",
-                    "params": {"name": "aai:exec", "arguments": exec_args("echo", **args)},
+                    "params": {"name": "aai_exec", "arguments": exec_args("echo", **args)},
                 }
             )
         proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests))

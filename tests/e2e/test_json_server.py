@@ -135,7 +135,7 @@ def home(tmp_path: Path, json_server: JsonServer) -> dict[str, str]:
 
 
 async def run(session: ClientSession, tool: str, **args: Any) -> Any:
-    return json.loads(text_of(await session.call_tool("aai:exec", {"app": APP, "tool": tool, "args": args})))
+    return json.loads(text_of(await session.call_tool("aai_exec", {"app": APP, "tool": tool, "args": args})))
 
 
 async def test_crud_through_the_gateway(home: dict[str, str], json_server: JsonServer, tmp_path: Path) -> None:
@@ -164,7 +164,7 @@ async def test_crud_through_the_gateway(home: dict[str, str], json_server: JsonS
         assert [post["id"] for post in json_server.get("/posts")] == [2, 3, 4]
         wait_until(lambda: [post["id"] for post in json_server.stored()] == [2, 3, 4], 10, "db.json losing post 1")
 
-        error = await error_of(session, "aai:exec", {"app": APP, "tool": "get_post", "args": {"id": 1}})
+        error = await error_of(session, "aai_exec", {"app": APP, "tool": "get_post", "args": {"id": 1}})
         assert error.code == -32013
         assert isinstance(error.data, dict)
         assert error.data["type"] == "API_REQUEST_FAILED"

@@ -58,7 +58,7 @@ async def test_the_seed_mail_example_sends_values_as_arguments_never_as_source(t
             args = {"to": "alice@example.com", "subject": value, "body": value[::-1]}
             result = json.loads(
                 text_of(
-                    await session.call_tool("aai:exec", {"app": "com.apple.mail", "tool": "send_email", "args": args})
+                    await session.call_tool("aai_exec", {"app": "com.apple.mail", "tool": "send_email", "args": args})
                 )
             )
             assert value in result, "the subject must arrive as one argument, byte-identical"
@@ -113,7 +113,7 @@ async def test_jxa_runs_for_real_and_hostile_strings_arrive_as_data(tmp_path: Pa
     async with stdio_session(env, tmp_path / "stderr.log") as session:
         for n, value in enumerate(hostile):
             arguments = {"app": "com.apple.notes", "tool": "create_note", "args": {"title": value, "count": n}}
-            assert text_of(await session.call_tool("aai:exec", arguments)) == f"made {n}"
+            assert text_of(await session.call_tool("aai_exec", arguments)) == f"made {n}"
     recorded = jxa_log.read_text()
     for value in hostile:
         assert json.dumps(value, ensure_ascii=False) in recorded or json.dumps(value) in recorded
@@ -150,7 +150,7 @@ async def test_shape_c_on_macos_sends_one_apple_event_with_the_envelope(tmp_path
     )
     async with stdio_session(env_for(home, log, AAI_OSASCRIPT_MODE="envelope"), tmp_path / "stderr.log") as session:
         arguments = {"app": "com.example.reminders", "tool": "create_reminder", "args": {"title": HOSTILE[1]}}
-        result = json.loads(text_of(await session.call_tool("aai:exec", arguments)))
+        result = json.loads(text_of(await session.call_tool("aai_exec", arguments)))
     assert result["bundle"] == "com.apple.reminders"
     assert result["request"]["params"] == {"title": HOSTILE[1]}
     assert HOSTILE[1] not in runs(log)[0]["script"]
@@ -167,6 +167,6 @@ async def test_osascript_failures_reach_the_agent_as_gateway_errors(tmp_path: Pa
     )
     async with stdio_session(env, tmp_path / "stderr.log") as session:
         arguments = {"app": "com.apple.mail", "tool": "search_emails", "args": {"query": "x"}}
-        error = await error_of(session, "aai:exec", arguments)
+        error = await error_of(session, "aai_exec", arguments)
         assert (error.code, error.data["type"]) == (-32004, "PERMISSION_DENIED")
         assert "Automation" in error.message or "Automation" in str(error.data)

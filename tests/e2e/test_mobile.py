@@ -23,10 +23,10 @@ async def test_mobile_tools_are_listed_but_not_run(tmp_path: Path, platform: str
     (target / "aai.json").write_bytes(SEED_MAIL.read_bytes())
     env = {"HOME": str(home), "AAI_PLATFORM": platform}
     async with stdio_session(env, tmp_path / "stderr.log") as session:
-        guide = text_of(await session.call_tool("app:com.apple.mail", {}))
+        guide = text_of(await session.call_tool("app_com_apple_mail", {}))
         assert "send_email" in guide
         arguments = {"to": "a@example.com", "subject": "s", "body": "b"}
-        error = await error_of(session, "aai:exec", {"app": "com.apple.mail", "tool": "send_email", "args": arguments})
+        error = await error_of(session, "aai_exec", {"app": "com.apple.mail", "tool": "send_email", "args": arguments})
     assert (error.code, error.data["type"]) == (-32006, "AUTOMATION_NOT_SUPPORTED")
     assert automation in error.message.lower()
     assert platform in error.message

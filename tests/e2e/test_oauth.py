@@ -361,7 +361,7 @@ async def mcp_exec(env: dict[str, str], stderr: Path) -> str:
     """Everything an agent gets back from `aai:exec` of the app's `me` tool, success or error."""
     async with stdio_session(env, stderr) as session:
         try:
-            result = await session.call_tool("aai:exec", {"app": APP_ID, "tool": "me", "args": {}})
+            result = await session.call_tool("aai_exec", {"app": APP_ID, "tool": "me", "args": {}})
         except MCPError as exc:
             return exc.error.model_dump_json()
         return result.model_dump_json()

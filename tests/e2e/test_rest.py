@@ -125,7 +125,7 @@ async def gateway(home: Home, **env: str) -> AsyncIterator[ClientSession]:
 
 async def run(session: ClientSession, app: str, tool: str, **args: Any) -> Any:
     """One aai:exec call; its text parsed as JSON when it is JSON."""
-    text = text_of(await session.call_tool("aai:exec", {"app": app, "tool": tool, "args": args}))
+    text = text_of(await session.call_tool("aai_exec", {"app": app, "tool": tool, "args": args}))
     try:
         return json.loads(text)
     except json.JSONDecodeError:
@@ -133,7 +133,7 @@ async def run(session: ClientSession, app: str, tool: str, **args: Any) -> Any:
 
 
 async def fail(session: ClientSession, app: str, tool: str, **args: Any) -> tuple[int, str, str]:
-    error = await error_of(session, "aai:exec", {"app": app, "tool": tool, "args": args})
+    error = await error_of(session, "aai_exec", {"app": app, "tool": tool, "args": args})
     assert isinstance(error.data, dict)
     return error.code, error.data["type"], error.data["detail"]
 
@@ -198,7 +198,7 @@ async def test_requests_arrive_exactly_as_described(home: Home) -> None:
         assert "x-note" not in bare["headers"]
         assert bare["body"] == {"constant": [1, True, None]}
 
-        text = text_of(await session.call_tool("aai:exec", {"app": a, "tool": "echo_text", "args": {}}))
+        text = text_of(await session.call_tool("aai_exec", {"app": a, "tool": "echo_text", "args": {}}))
         assert text.startswith('{"method":"GET","path":"/v1/echo"')
 
         got = await run(session, c, "echoGet", segment="x y", trace="t-1", tags=["a", "b"], flag=True)

@@ -50,7 +50,7 @@ async def test_list_guide_and_exec_every_basic_type(bus: Bus, echo_app: None, tm
     home = home_with(tmp_path, TEST_APPS / "dev.aai.echo" / "aai.json")
     async with stdio_session(env_for(bus, home), tmp_path / "stderr.log") as session:
         listed = await session.list_tools()
-        assert [t.name for t in listed.tools] == ["app:dev.aai.echo", "web:discover", "aai:exec", "aai:batch"]
+        assert [t.name for t in listed.tools] == ["app_dev_aai_echo", "web_discover", "aai_exec", "aai_batch"]
         assert listed.tools[0].description == (
             "【Echo|回声】The test suite's own DBus service: echoes values of every basic type. "
             "Aliases: echo, test app. Call to get guide."
@@ -58,36 +58,36 @@ async def test_list_guide_and_exec_every_basic_type(bus: Bus, echo_app: None, tm
         assert listed.tools[0].input_schema == {"type": "object", "properties": {}}
         assert listed.tools[2].input_schema["required"] == ["app", "tool"]
 
-        guide = text_of(await session.call_tool("app:dev.aai.echo", {}))
+        guide = text_of(await session.call_tool("app_dev_aai_echo", {}))
         assert guide.startswith("# Echo Operation Guide\n\n## App Info\n\n- ID: dev.aai.echo\n- Platform: linux\n")
         assert "### describe\n\nReport every argument back as JSON" in guide
         assert "- count (integer, required)" in guide
         assert '- sep (string, optional): one of ",", " ", "-"; default ","' in guide
-        assert guide.rstrip().endswith("Use aai:exec tool to execute operations.")
+        assert guide.rstrip().endswith("Use aai_exec tool to execute operations.")
 
         args: dict[str, Any] = {"name": "n", "count": 2**31 - 1, "ratio": -0.125, "flag": True, "tags": ["a", "β"]}
-        described = await session.call_tool("aai:exec", {"app": "dev.aai.echo", "tool": "describe", "args": args})
+        described = await session.call_tool("aai_exec", {"app": "dev.aai.echo", "tool": "describe", "args": args})
         assert json.loads(text_of(described)) == args
 
         for value in HOSTILE:
             echoed = await session.call_tool(
-                "aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": value}}
+                "aai_exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": value}}
             )
             assert text_of(echoed) == value
         assert not Path("/tmp/aai-pwned").exists()
 
-        added = await session.call_tool("aai:exec", {"app": "dev.aai.echo", "tool": "add", "args": {"a": 41}})
+        added = await session.call_tool("aai_exec", {"app": "dev.aai.echo", "tool": "add", "args": {"a": 41}})
         assert text_of(added) == "42"
         scaled = await session.call_tool(
-            "aai:exec", {"app": "dev.aai.echo", "tool": "scale", "args": {"value": 1.5, "factor": 3}}
+            "aai_exec", {"app": "dev.aai.echo", "tool": "scale", "args": {"value": 1.5, "factor": 3}}
         )
         assert json.loads(text_of(scaled)) == 4.5
         negated = await session.call_tool(
-            "aai:exec", {"app": "dev.aai.echo", "tool": "negate", "args": {"flag": False}}
+            "aai_exec", {"app": "dev.aai.echo", "tool": "negate", "args": {"flag": False}}
         )
         assert text_of(negated) == "true"
         joined = await session.call_tool(
-            "aai:exec", {"app": "dev.aai.echo", "tool": "join", "args": {"parts": ["x", "y", "z"], "sep": "-"}}
+            "aai_exec", {"app": "dev.aai.echo", "tool": "join", "args": {"parts": ["x", "y", "z"], "sep": "-"}}
         )
         assert text_of(joined) == "x-y-z"
 
@@ -97,7 +97,7 @@ async def test_error_paths_keep_the_gateway_serving(bus: Bus, echo_app: None, tm
     async with stdio_session(env_for(bus, home), tmp_path / "stderr.log") as session:
 
         async def exec_error(app: str, tool: str, args: dict[str, Any]) -> tuple[int, str, str]:
-            error = await error_of(session, "aai:exec", {"app": app, "tool": tool, "args": args})
+            error = await error_of(session, "aai_exec", {"app": app, "tool": tool, "args": args})
             assert isinstance(error.data, dict)
             return error.code, error.data["type"], error.data["detail"]
 
@@ -135,13 +135,13 @@ async def test_error_paths_keep_the_gateway_serving(bus: Bus, echo_app: None, tm
         assert (code, kind) == (-32008, "TIMEOUT")
         assert "within 1 s" in detail
 
-        error = await error_of(session, "web:discover", {"url": "http://example.com"})
+        error = await error_of(session, "web_discover", {"url": "http://example.com"})
         assert (error.code, error.data["type"]) == (-32004, "PERMISSION_DENIED")
 
         error = await error_of(session, "no-such-tool", {})
-        assert error.code == -32003
+        assert (error.code, error.data["type"]) == (-32602, "TOOL_NOT_FOUND")  # a protocol error: no such tool
 
-        bye = await session.call_tool("aai:exec", {"app": "dev.aai.echo", "tool": "exit", "args": {}})
+        bye = await session.call_tool("aai_exec", {"app": "dev.aai.echo", "tool": "exit", "args": {}})
         assert text_of(bye) == "bye"
         wait_until(lambda: not bus.has_owner("dev.aai.Echo"), 10, "the echo app to leave the bus")
         code, kind, detail = await exec_error("dev.aai.echo", "echo", {"text": "anyone?"})
@@ -149,7 +149,7 @@ async def test_error_paths_keep_the_gateway_serving(bus: Bus, echo_app: None, tm
         assert "dev.aai.Echo is not on the session bus" in detail
 
         listed = await session.list_tools()
-        assert listed.tools[0].name == "app:dev.aai.echo"
+        assert listed.tools[0].name == "app_dev_aai_echo"
 
 
 async def test_mpv_driven_through_mpris(bus: Bus, mpv: Mpv, tmp_path: Path) -> None:
@@ -157,12 +157,12 @@ async def test_mpv_driven_through_mpris(bus: Bus, mpv: Mpv, tmp_path: Path) -> N
     track = silent_wav(tmp_path / "silence.wav")
     async with stdio_session(env_for(bus, home), tmp_path / "stderr.log") as session:
         names = [t.name for t in (await session.list_tools()).tools]
-        assert "app:io.mpv" in names
-        guide = text_of(await session.call_tool("app:io.mpv", {}))
+        assert "app_io_mpv" in names
+        guide = text_of(await session.call_tool("app_io_mpv", {}))
         assert "### open_uri" in guide
 
         async def run(tool: str, args: dict[str, Any] | None = None) -> None:
-            result = await session.call_tool("aai:exec", {"app": "io.mpv", "tool": tool, "args": args or {}})
+            result = await session.call_tool("aai_exec", {"app": "io.mpv", "tool": tool, "args": args or {}})
             assert not result.is_error, result
 
         await run("open_uri", {"uri": track.as_uri()})
@@ -179,14 +179,14 @@ async def test_mpv_driven_through_mpris(bus: Bus, mpv: Mpv, tmp_path: Path) -> N
         wait_until(lambda: float(mpv.property("time-pos") or 0) >= before + 9, 5, "mpv to seek 10 s forward")
         await run("set_volume", {"level": 0.3})
         wait_until(lambda: mpv.property("volume") == 30, 5, "mpv's volume to be 30 %")
-        volume = await session.call_tool("aai:exec", {"app": "io.mpv", "tool": "volume", "args": {}})
+        volume = await session.call_tool("aai_exec", {"app": "io.mpv", "tool": "volume", "args": {}})
         assert json.loads(text_of(volume)) == pytest.approx(0.3)
         metadata = json.loads(
-            text_of(await session.call_tool("aai:exec", {"app": "io.mpv", "tool": "metadata", "args": {}}))
+            text_of(await session.call_tool("aai_exec", {"app": "io.mpv", "tool": "metadata", "args": {}}))
         )
         assert metadata["xesam:title"] == "silence.wav"
         assert metadata["mpris:length"] == 30_000_000
-        status = await session.call_tool("aai:exec", {"app": "io.mpv", "tool": "playback_status", "args": {}})
+        status = await session.call_tool("aai_exec", {"app": "io.mpv", "tool": "playback_status", "args": {}})
         assert text_of(status) == "Paused"
         await run("stop")
         wait_until(lambda: mpv.property("idle-active") is True, 5, "mpv to stop")
@@ -195,7 +195,7 @@ async def test_mpv_driven_through_mpris(bus: Bus, mpv: Mpv, tmp_path: Path) -> N
 async def test_service_nothing_provides_is_not_running(bus: Bus, tmp_path: Path) -> None:
     home = home_with(tmp_path, TEST_APPS / "dev.aai.echo" / "aai.json")
     async with stdio_session(env_for(bus, home), tmp_path / "stderr.log") as session:
-        error = await error_of(session, "aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "x"}})
+        error = await error_of(session, "aai_exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "x"}})
         assert error.code == -32009
 
 
@@ -224,7 +224,7 @@ def test_stdout_carries_only_protocol_and_logs_go_to_stderr_and_file(bus: Bus, t
             "jsonrpc": "2.0",
             "id": 3,
             "method": "tools/call",
-            "params": {"name": "aai:exec", "arguments": {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "x"}}},
+            "params": {"name": "aai_exec", "arguments": {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "x"}}},
         },
     ]
     proc = subprocess.Popen(
@@ -247,7 +247,7 @@ def test_stdout_carries_only_protocol_and_logs_go_to_stderr_and_file(bus: Bus, t
     assert sorted(r.get("id") for r in replies) == [1, 2, 3]
     assert all(r["jsonrpc"] == "2.0" for r in replies)
     replies.sort(key=lambda r: r["id"])
-    assert replies[2]["error"]["code"] == -32009
+    assert replies[2]["result"]["structuredContent"]["error"]["code"] == -32009
     assert "broken.app/aai.json: invalid JSON at line 1, column 3" in stderr
     log_file = home / ".aai" / "logs" / "gateway.log"
     assert "invalid JSON at line 1, column 3" in log_file.read_text()

@@ -57,7 +57,7 @@ def home(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("version", "names"), [("2025-11-25", "spec"), ("2024-11-05", "strict"), ("1999-01-01", "spec")]
+    ("version", "names"), [("2025-11-25", "seed"), ("2024-11-05", "strict"), ("1999-01-01", "seed")]
 )
 def test_early_answers_are_the_sdks(home: Path, version: str, names: str) -> None:
     data = requests(version, {"name": "early-tests", "version": "1"})

@@ -78,7 +78,8 @@ async def test_resource_model_lists_reads_and_runs_tools_directly(
 
         with pytest.raises(MCPError, match=re.escape("no resource 'file:///etc/passwd'")) as caught:
             await session.read_resource("file:///etc/passwd")
-        assert caught.value.error.code == -32002
+        assert caught.value.error.code == -32602  # MCP's resource-not-found (SEP-2164), with the URI in data
+        assert caught.value.error.data["uri"] == "file:///etc/passwd"
         with pytest.raises(MCPError, match=re.escape("no app 'no.such.app'")):
             await session.read_resource("app:no.such.app")
 
@@ -115,14 +116,14 @@ async def test_app_ids_complete_in_the_descriptor_template(connect: Connect, tmp
 
 # Every error code that can arise without a platform-specific app, and how to cause it.
 CAUSES: list[tuple[int, str, str, dict[str, Any]]] = [
-    (-32001, "AUTOMATION_FAILED", "aai:exec", {"app": "dev.aai.echo", "tool": "fail", "args": {"message": "m"}}),
-    (-32002, "APP_NOT_FOUND", "aai:exec", {"app": "no.such.app", "tool": "echo", "args": {}}),
-    (-32003, "TOOL_NOT_FOUND", "aai:exec", {"app": "dev.aai.echo", "tool": "nope", "args": {}}),
-    (-32005, "INVALID_PARAMS", "aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": 5}}),
-    (-32004, "PERMISSION_DENIED", "web:discover", {"url": "http://example.com"}),
-    (-32007, "AAI_JSON_INVALID", "aai:exec", {"app": "org.example.broken", "tool": "x", "args": {}}),
-    (-32007, "AAI_JSON_INVALID", "app:org.example.broken", {}),
-    (-32008, "TIMEOUT", "aai:exec", {"app": "dev.aai.echo", "tool": "sleep", "args": {"seconds": 3}}),
+    (-32001, "AUTOMATION_FAILED", "aai_exec", {"app": "dev.aai.echo", "tool": "fail", "args": {"message": "m"}}),
+    (-32002, "APP_NOT_FOUND", "aai_exec", {"app": "no.such.app", "tool": "echo", "args": {}}),
+    (-32003, "TOOL_NOT_FOUND", "aai_exec", {"app": "dev.aai.echo", "tool": "nope", "args": {}}),
+    (-32005, "INVALID_PARAMS", "aai_exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": 5}}),
+    (-32004, "PERMISSION_DENIED", "web_discover", {"url": "http://example.com"}),
+    (-32007, "AAI_JSON_INVALID", "aai_exec", {"app": "org.example.broken", "tool": "x", "args": {}}),
+    (-32007, "AAI_JSON_INVALID", "app:org.example.broken", {}),  # not listed, so only this spelling
+    (-32008, "TIMEOUT", "aai_exec", {"app": "dev.aai.echo", "tool": "sleep", "args": {"seconds": 3}}),
 ]
 
 
@@ -140,7 +141,7 @@ async def test_error_styles_carry_code_and_type(connect: Connect, echo_app: None
                 assert result.structured_content is not None
                 assert result.structured_content["error"]["code"] == code
                 assert result.structured_content["error"]["type"] == kind
-                assert f"[{code} {kind}]" in text_of_error(result)
+                assert text_of_error(result).startswith(f"{kind} ({code}): ")
 
 
 def text_of_error(result: Any) -> str:
@@ -149,7 +150,7 @@ def text_of_error(result: Any) -> str:
 
 async def test_app_not_running_in_both_styles(connect: Connect, tmp_path: Path) -> None:
     async with connect(make_home(tmp_path, {"errorStyle": "result"})) as session:
-        result = await session.call_tool("aai:exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "x"}})
+        result = await session.call_tool("aai_exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "x"}})
         assert result.structured_content == {
             "error": {"code": -32009, "type": "APP_NOT_RUNNING", "detail": result.structured_content["error"]["detail"]}
         }
@@ -164,14 +165,14 @@ async def test_hot_reload_adds_changes_keeps_and_removes_apps(connect: Connect, 
         async def listed() -> dict[str, str]:
             return {t.name: t.description or "" for t in (await session.list_tools()).tools}
 
-        assert "app:dev.aai.notes" not in await listed()
+        assert "app_dev_aai_notes" not in await listed()
         with pytest.warns(MCPDeprecationWarning):  # a 2025-era request, which this session speaks
             await session.subscribe_resource("app:dev.aai.echo")
 
         install_descriptor(aai, EXAMPLES / "dev.aai.notes" / "aai.json")
         await inbox.wait_for("notifications/tools/list_changed")
         await inbox.wait_for("notifications/resources/list_changed")
-        assert "app:dev.aai.notes" in await listed()
+        assert "app_dev_aai_notes" in await listed()
         assert "app:dev.aai.notes" in [str(r.uri) for r in (await session.list_resources()).resources]
 
         inbox.methods.clear()
@@ -181,7 +182,7 @@ async def test_hot_reload_adds_changes_keeps_and_removes_apps(connect: Connect, 
         echo.write_text(json.dumps(changed))
         await inbox.wait_for("notifications/tools/list_changed")
         await inbox.wait_for("notifications/resources/updated")
-        assert (await listed())["app:dev.aai.echo"].startswith("【Echo|回声】Changed while running.")
+        assert (await listed())["app_dev_aai_echo"].startswith("【Echo|回声】Changed while running.")
 
         echo.write_text('{"broken": ')
         (aai / "later.app").mkdir()
@@ -190,20 +191,20 @@ async def test_hot_reload_adds_changes_keeps_and_removes_apps(connect: Connect, 
         inbox.methods.clear()
         await inbox.wait_for("notifications/tools/list_changed")
         tools = await listed()
-        assert tools["app:dev.aai.echo"].startswith("【Echo|回声】Changed while running.")
-        assert "app:io.mpv" in tools
+        assert tools["app_dev_aai_echo"].startswith("【Echo|回声】Changed while running.")
+        assert "app_io_mpv" in tools
 
         inbox.methods.clear()
         shutil.rmtree(aai / "dev.aai.notes")
         await inbox.wait_for("notifications/tools/list_changed")
-        assert "app:dev.aai.notes" not in await listed()
+        assert "app_dev_aai_notes" not in await listed()
 
 
 async def test_periodic_rescan_finds_what_no_watcher_saw(connect: Connect, tmp_path: Path) -> None:
     home = make_home(tmp_path, {"scanPaths": ["~/.aai", "~/later"], "scanIntervalMinutes": 0.01})
     inbox = Inbox()
     async with connect(home, inbox) as session:
-        assert "app:dev.aai.notes" not in [t.name for t in (await session.list_tools()).tools]
+        assert "app_dev_aai_notes" not in [t.name for t in (await session.list_tools()).tools]
         install_descriptor(home / "later", EXAMPLES / "dev.aai.notes" / "aai.json")
         await inbox.wait_for("notifications/tools/list_changed")
-        assert "app:dev.aai.notes" in [t.name for t in (await session.list_tools()).tools]
+        assert "app_dev_aai_notes" in [t.name for t in (await session.list_tools()).tools]

@@ -37,7 +37,7 @@ async def test_bus_daemon_methods_and_properties_over_the_system_bus(bus: Bus, s
 
             async def text(tool: str, **args: str) -> str:
                 arguments = {"app": "org.freedesktop.dbus", "tool": tool, "args": args}
-                return text_of(await session.call_tool("aai:exec", arguments))
+                return text_of(await session.call_tool("aai_exec", arguments))
 
             async def run(tool: str, **args: str) -> object:
                 return json.loads(await text(tool, **args))

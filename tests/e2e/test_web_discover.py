@@ -153,13 +153,13 @@ def session(home: Path, tmp_path: Path) -> Any:
 
 
 async def discover(client: ClientSession, url: str) -> str:
-    return text_of(await client.call_tool("web:discover", {"url": url}))
+    return text_of(await client.call_tool("web_discover", {"url": url}))
 
 
 async def exec_reaches_the_app(client: ClientSession, app: str) -> None:
     """`aai:exec` with `app` finds the discovered app and runs the tool against the site's API."""
     arguments = {"app": app, "tool": "echo", "args": {"text": "hi"}}
-    result = json.loads(text_of(await client.call_tool("aai:exec", arguments)))
+    result = json.loads(text_of(await client.call_tool("aai_exec", arguments)))
     assert result["query"] == {"text": "hi"}, result
 
 
@@ -188,7 +188,7 @@ async def test_discover_returns_the_guide_caches_it_and_exec_reaches_the_app(
         assert meta["fetched_at"].endswith("Z")
 
         names = [t.name for t in (await client.list_tools()).tools]
-        assert names == ["web:discover", "aai:exec", "aai:batch"], "web apps are fetched lazily, not listed"
+        assert names == ["web_discover", "aai_exec", "aai_batch"], "web apps are fetched lazily, not listed"
         assert text_of(await client.call_tool(f"app:{APP_ID}", {})) == guide
 
         for app in (site.url, f"{site.url}/api/", f"127.0.0.1:{site.port}", APP_ID):
@@ -205,7 +205,7 @@ async def test_discover_returns_the_guide_caches_it_and_exec_reaches_the_app(
         site.stop()
         assert await discover(client, site.url) == guide, "a fresh entry needs no network"
         (folder / "aai.json").write_bytes(b"garbage")
-        error = await error_of(client, "web:discover", {"url": site.url})
+        error = await error_of(client, "web_discover", {"url": site.url})
         assert (error.code, error.data["type"]) == (-32013, "API_REQUEST_FAILED")
         assert f"cannot connect to 127.0.0.1:{site.port}" in error.data["detail"]
 
@@ -269,7 +269,7 @@ async def test_refusals_say_what_is_wrong(tmp_path: Path, sites: list[SiteServer
             ({"url": 42}, -32005, "needs 'url' as a non-empty string"),
         ]
         for arguments, code, says in cases:
-            error = await error_of(client, "web:discover", arguments)
+            error = await error_of(client, "web_discover", arguments)
             assert error.code == code, (arguments, error)
             assert says in error.data["detail"], (arguments, error)
     for site in (elsewhere, huge, foreign, empty, invalid):
@@ -280,14 +280,14 @@ async def test_plain_http_needs_the_loopback_setting(tmp_path: Path, sites: list
     site = start_site(sites)
     site.files[WELL_KNOWN] = descriptor(site.url + "/api")
     async with session(make_home(tmp_path, None), tmp_path) as client:
-        for name in ("web:discover", "web_discover"):
+        for name in ("web_discover", "web:discover"):
             error = await error_of(client, name, {"url": site.url})
             assert (error.code, error.data["type"]) == (-32004, "PERMISSION_DENIED")
             assert "uses plain http, which is refused; use https" in error.data["detail"]
             assert "web.allowHttpLoopback" in error.data["detail"]
-        error = await error_of(client, "web:discover", {"url": f"https://127.0.0.1:{site.port}"})
+        error = await error_of(client, "web_discover", {"url": f"https://127.0.0.1:{site.port}"})
         assert "127.0.0.1 is a loopback address, refused unless web.allowHttpLoopback" in error.data["detail"]
-        error = await error_of(client, "aai:exec", {"app": site.url, "tool": "echo", "args": {"text": "x"}})
+        error = await error_of(client, "aai_exec", {"app": site.url, "tool": "echo", "args": {"text": "x"}})
         assert error.code == -32004
     assert site.hits == []
 
@@ -296,7 +296,7 @@ async def test_errors_can_come_back_as_results(tmp_path: Path, sites: list[SiteS
     site = start_site(sites)
     home = make_home(tmp_path, {**LOOPBACK, "errorStyle": "result"})
     async with session(home, tmp_path) as client:
-        result = await client.call_tool("web:discover", {"url": site.url})
+        result = await client.call_tool("web_discover", {"url": site.url})
         assert result.is_error
         assert isinstance(result.structured_content, dict)
         assert result.structured_content["error"]["type"] == "APP_NOT_FOUND"
@@ -317,7 +317,7 @@ async def test_a_discovered_site_cannot_ask_for_other_secrets(tmp_path: Path, si
     env = {"HOME": str(home), "AAI_PLATFORM": "linux", "GATEWAY_ONLY_SECRET": "env-secret", "TRUSTED_KEY": "trusted"}
     async with stdio_session(env, tmp_path / "stderr.log") as client:
         await discover(client, site.url)
-        error = await error_of(client, "aai:exec", {"app": site.url, "tool": "echo", "args": {"text": "hi"}})
+        error = await error_of(client, "aai_exec", {"app": site.url, "tool": "echo", "args": {"text": "hi"}})
         assert (error.code, error.data["type"]) == (-32011, "AUTH_REQUIRED")
         assert f'"apps": {{"{site.url}": ' in error.data["detail"]
         assert "GATEWAY_ONLY_SECRET" not in error.data["detail"]
@@ -328,7 +328,7 @@ async def test_a_discovered_site_cannot_ask_for_other_secrets(tmp_path: Path, si
     async with stdio_session({**env, "SITE_KEY": "for-this-site"}, tmp_path / "stderr.log") as client:
         await discover(client, site.url)
         result = json.loads(
-            text_of(await client.call_tool("aai:exec", {"app": site.url, "tool": "echo", "args": {"text": "hi"}}))
+            text_of(await client.call_tool("aai_exec", {"app": site.url, "tool": "echo", "args": {"text": "hi"}}))
         )
         assert result["query"] == {"text": "hi"}
 

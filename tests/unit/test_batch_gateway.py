@@ -74,7 +74,7 @@ async def test_one_question_per_app_and_tool_serves_every_call_of_it(echo_gatewa
     report = await batch
     assert [r.get("result") for r in report["results"]] == ["a", 2, "b", "c"]
     assert sorted(q.tool for q in questions) == ["add", "echo"]
-    notes = {q.tool: dict(q.arguments).get("aai:batch") for q in questions}
+    notes = {q.tool: dict(q.arguments).get("aai_batch") for q in questions}
     assert notes == {"echo": "this answer applies to all 3 calls of echo in the batch", "add": None}
 
 

@@ -34,7 +34,7 @@ def test_catalogue_entry_without_aliases_and_with_a_final_period() -> None:
 def test_guide_matches_the_layout_of_seed_004() -> None:
     app = load(SEEDS / "seed001-desktop-reminders-completed.json").descriptor
     assert app is not None
-    assert guide(app, "macos") == (
+    assert guide(app, "macos", exec_name="aai:exec") == (
         "# Reminders Operation Guide\n\n## App Info\n\n- ID: com.example.reminders\n- Platform: macos\n"
         "- Names: Reminders | 提醒事项 | Rappels | Erinnerungen\n- Aliases: reminder, todo, 待办, tasks\n"
         "- Description: Task and reminder management\n\n"
@@ -82,7 +82,7 @@ def test_tool_without_parameters_says_none() -> None:
         bindings={"linux": Binding("linux", "dbus", (Tool("ping", "", {"type": "object", "properties": {}}),))},
         shape="multi",
     )
-    assert "**Parameters**:\n\n- none\n\n**Example**:\naai:exec({\n" in guide(app, "linux")
+    assert "**Parameters**:\n\n- none\n\n**Example**:\naai_exec({\n" in guide(app, "linux")
     assert 'tool: "ping",\nargs: {}\n})' in guide(app, "linux")
 
 
@@ -94,4 +94,4 @@ def test_guide_renders_every_schema(schema: dict[str, Any]) -> None:
     text = guide(app, "linux")
     top = [line for line in parameter_lines(schema) if line.startswith("- ")]
     assert [line.split(" (")[0][2:] for line in top] == list(schema["properties"])
-    assert text.endswith("Use aai:exec tool to execute operations.\n")
+    assert text.endswith("Use aai_exec tool to execute operations.\n")

@@ -5,7 +5,8 @@ import socket
 
 from aai_gateway.descriptor import Binding, Descriptor, Name, Tool
 from aai_gateway.mcp.http import listening_socket
-from aai_gateway.mcp.names import Names, Target, strict
+from aai_gateway.mcp.names import Names, Target
+from aai_gateway.spelling import strict
 
 STRICT = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -31,7 +32,7 @@ def test_spec_and_strict_names_resolve_in_both_spellings() -> None:
     assert names.resolve("aai:exec") == names.resolve("aai_exec") == Target("exec")
     assert names.resolve("web:discover") == names.resolve("web_discover") == Target("discover")
     assert names.resolve("nothing") is None
-    spec = Names([app("com.apple.mail")], "linux", "spec")
+    spec = Names([app("com.apple.mail")], "linux", "seed")
     assert (spec.guide("com.apple.mail"), spec.exec, spec.discover) == (
         "app:com.apple.mail",
         "aai:exec",

@@ -60,7 +60,7 @@ def call_echo(mcp_url: str, text: str, pool: ThreadPoolExecutor) -> Future[str |
         async with http_session(mcp_url, consent=None) as session:
             args = {"app": "dev.aai.echo", "tool": "echo", "args": {"text": text}}
             try:
-                result = await session.call_tool("aai:exec", args)
+                result = await session.call_tool("aai_exec", args)
             except MCPError as exc:
                 return exc.error.code
             return text_of(result)

@@ -131,7 +131,7 @@ class ConsentGate:
         return None
 
     def _refused(self, caller: str, app: str, tool: str, verdict: Verdict) -> str:
-        head = f'"{safe(caller)}" may not run {app}:{tool}: refused by {verdict.why}'
+        head = f'"{safe(caller)}" may not run tool "{tool}" of {app}: refused by {verdict.why}'
         if verdict.grant is not None:
             return f"{head}; `aai-gateway consent revoke --id {verdict.grant.id}` removes that decision"
         where = self.settings.config_file or self.settings.aai_home / "config.json"
@@ -141,7 +141,7 @@ class ConsentGate:
         why = "the user gave no answer" if asked else "this client cannot ask the user (no MCP elicitation)"
         ui = f", or decide pending request {request_id} at {self.ui_url}" if self.ui_url else ""
         return (
-            f'"{safe(caller)}" needs the user\'s consent to run {app}:{tool}, and {why}. '
+            f'"{safe(caller)}" needs the user\'s consent to run tool "{tool}" of {app}, and {why}. '
             f"Approve it with `{command('allow', caller, app, tool)}` "
             f"(without --tool for every tool of {app}){ui}, then call again."
         )

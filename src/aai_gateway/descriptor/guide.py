@@ -1,6 +1,7 @@
 """What agents read: the one-line catalogue entry and the markdown operation guide of seed 004, with the app's
 names, platforms and authentication, and for each operation its parameter list (from `parameters`) and an
-`aai:exec({...})` example whose arguments come from `examples`, written the way seed 004 writes them.
+`aai_exec({...})` example whose arguments come from `examples`, written the way seed 004 writes them, with
+the exec tool named as the gateway lists it.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ def catalogue_entry(app: Descriptor) -> str:
     return text + " Call to get guide."
 
 
-def guide(app: Descriptor, platform: str, *, site: str | None = None) -> str:
-    """The markdown operation guide for the tools `platform` serves.
+def guide(app: Descriptor, platform: str, *, site: str | None = None, exec_name: str = "aai_exec") -> str:
+    """The markdown operation guide for the tools `platform` serves; `exec_name` is the exec tool as listed.
 
     `site` is the origin a web app was discovered at: the guide shows it, and its examples name the app
     by it (seed 004: `aai:exec({app: "https://api.notion.com", ...})`).
@@ -59,8 +60,8 @@ def guide(app: Descriptor, platform: str, *, site: str | None = None) -> str:
     lines += [_retry_text(b) for b in served] or ["None."]
     lines += ["", "## Available Operations", ""]
     for binding, tool in app.tools(platform):
-        lines += _operation(site or app.app_id, binding, tool)
-    lines += ["---", "", "Use aai:exec tool to execute operations."]
+        lines += _operation(site or app.app_id, binding, tool, exec_name)
+    lines += ["---", "", f"Use {exec_name} tool to execute operations."]
     return "\n".join(lines) + "\n"
 
 
@@ -105,7 +106,7 @@ def _auth_text(binding: Binding) -> str:
     }.get(kind, "No authentication.")
 
 
-def _operation(app_ref: str, binding: Binding, tool: Tool) -> list[str]:
+def _operation(app_ref: str, binding: Binding, tool: Tool, exec_name: str) -> list[str]:
     lines = [f"### {tool.name}", ""]
     if tool.description:
         lines += [tool.description, ""]
@@ -114,7 +115,7 @@ def _operation(app_ref: str, binding: Binding, tool: Tool) -> list[str]:
     lines += [
         "",
         "**Example**:",
-        "aai:exec({",
+        f"{exec_name}({{",
         f"app: {json.dumps(app_ref, ensure_ascii=False)},",
         f'tool: "{tool.name}",',
         f"args: {_js(example_args(tool.parameters))}",

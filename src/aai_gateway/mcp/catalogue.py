@@ -6,16 +6,15 @@ requests from them while the SDK is still being imported (see `early.py`).
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from aai_gateway.descriptor.guide import catalogue_entry
 from aai_gateway.mcp.names import Names
 from aai_gateway.service import MAX_BATCH, Gateway
+from aai_gateway.spelling import spelling
 
 SERVER_NAME = "aai-gateway"
-INSTRUCTIONS = (
-    "Each app:<id> tool returns that app's operation guide; then run an operation with aai:exec {app, tool, args}."
-)
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 DISCOVER_DESCRIPTION = "Discover web app guide. Use when user mentions a web service. Supports URL/domain/name."
@@ -38,21 +37,41 @@ BATCH_DESCRIPTION = (
     f"Run several app operations in one call, in parallel by default. Parameters: calls [{{app, tool, args}}] "
     f"(1 to {MAX_BATCH}), parallel, stopOnError. Results in order, each with its status."
 )
-BATCH_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "calls": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": MAX_BATCH,
-            "items": EXEC_SCHEMA,
-            "description": "Operations, each as aai:exec takes it",
+
+
+@cache
+def instructions(style: str) -> str:
+    """What `initialize` tells the client, naming the tools as they are listed."""
+    names = spelling(style)
+    return (
+        f"Each {names.guide_pattern()} tool returns that app's operation guide; "
+        f"then run an operation with {names.exec} {{app, tool, args}}."
+    )
+
+
+@cache
+def batch_schema(style: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "calls": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_BATCH,
+                "items": EXEC_SCHEMA,
+                "description": f"Operations, each as {spelling(style).exec} takes it",
+            },
+            "parallel": {"type": "boolean", "default": True, "description": "Run at once (else one after another)"},
+            "stopOnError": {
+                "type": "boolean",
+                "default": False,
+                "description": "Skip calls not started after a failure",
+            },
         },
-        "parallel": {"type": "boolean", "default": True, "description": "Run at once (else one after another)"},
-        "stopOnError": {"type": "boolean", "default": False, "description": "Skip calls not started after a failure"},
-    },
-    "required": ["calls"],
-}
+        "required": ["calls"],
+    }
+
+
 BATCH_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -64,7 +83,9 @@ BATCH_OUTPUT_SCHEMA: dict[str, Any] = {
                     "app": {"type": "string"},
                     "tool": {"type": "string"},
                     "status": {"enum": ["ok", "error", "skipped"]},
-                    "result": {},
+                    "result": {
+                        "anyOf": [{"type": t} for t in ("object", "array", "string", "number", "boolean", "null")]
+                    },
                     "error": {
                         "type": "object",
                         "properties": {
@@ -88,7 +109,7 @@ BATCH_OUTPUT_SCHEMA: dict[str, Any] = {
 
 
 def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
-    """The guide model's tools: one `app:<appId>` entry per app, then discovery, exec and batch."""
+    """The guide model's tools: one guide entry per app, then discovery, exec and batch."""
     tools: list[dict[str, Any]] = [
         {"name": names.guide(app.app_id), "description": catalogue_entry(app), "inputSchema": EMPTY_SCHEMA}
         for app in gateway.apps()
@@ -99,7 +120,7 @@ def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
         {
             "name": names.batch,
             "description": BATCH_DESCRIPTION,
-            "inputSchema": BATCH_SCHEMA,
+            "inputSchema": batch_schema(names.style),
             "outputSchema": BATCH_OUTPUT_SCHEMA,
         }
     )

@@ -20,7 +20,7 @@ import stat
 from typing import Any, TypeGuard
 
 from aai_gateway import __version__
-from aai_gateway.mcp.catalogue import INSTRUCTIONS, SERVER_NAME, tool_list
+from aai_gateway.mcp.catalogue import SERVER_NAME, instructions, tool_list
 from aai_gateway.mcp.names import Names
 from aai_gateway.service import Gateway
 
@@ -40,7 +40,9 @@ LIST_WAIT = 0.1
 
 
 class Early:
-    def __init__(self) -> None:
+    def __init__(self, tool_names: str = "strict") -> None:
+        self.instructions = instructions(tool_names)
+        """What the `initialize` answered here tells the client, naming the tools as they are listed."""
         self.replay: list[bytes] = []
         """Lines the SDK must see first, in order."""
         self.initialize_id: int | str | None = None
@@ -50,7 +52,7 @@ class Early:
         self._handed_over = False
 
     @classmethod
-    def start(cls) -> Early | None:
+    def start(cls, tool_names: str) -> Early | None:
         """None where stdin and stdout are not both pipes or sockets."""
         for fd in (0, 1):
             try:
@@ -59,7 +61,7 @@ class Early:
                 return None
             if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
                 return None
-        return cls()
+        return cls(tool_names)
 
     @property
     def unread(self) -> bytes:
@@ -82,7 +84,7 @@ class Early:
         if line is None:
             return
         message = _message(line)
-        answer = _initialize_answer(message) if message is not None else None
+        answer = _initialize_answer(message, self.instructions) if message is not None else None
         self.replay.append(line)
         if answer is None or message is None:
             self._handed_over = True
@@ -140,7 +142,7 @@ def _message(line: bytes) -> dict[str, Any] | None:
     return message if isinstance(message, dict) and message.get("jsonrpc") == "2.0" else None
 
 
-def _initialize_answer(message: dict[str, Any]) -> dict[str, Any] | None:
+def _initialize_answer(message: dict[str, Any], instructions: str) -> dict[str, Any] | None:
     """The SDK's answer to a well-formed `initialize`; None for anything the SDK should judge itself."""
     request_id, params = message.get("id"), message.get("params")
     if message.get("method") != "initialize" or not is_request_id(request_id):
@@ -154,7 +156,7 @@ def _initialize_answer(message: dict[str, Any]) -> dict[str, Any] | None:
         return None
     return {
         "capabilities": CAPABILITIES,
-        "instructions": INSTRUCTIONS,
+        "instructions": instructions,
         "protocolVersion": version if version in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1],
         "serverInfo": {"name": SERVER_NAME, "version": __version__},
     }

@@ -1,4 +1,9 @@
-"""The one place gateway errors become MCP wire errors (seed 003 §2.7), in either style."""
+"""The one place gateway errors become MCP wire errors (seed 003 §2.7), in either style.
+
+By default (`errorStyle: "result"`, MCP 2025-11-25 SEP-1303) an error of a tool call, a refused argument
+included, is a tool result with `isError: true` that the model reads and can act on; `"jsonrpc"` makes it
+a JSON-RPC error instead. A name that is no tool is a protocol error in both styles.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,9 @@ from typing import Any
 import mcp_types as types
 from mcp import MCPError
 
-from aai_gateway.errors import AaiError
+from aai_gateway.errors import AaiError, ToolNotFound
+
+INVALID_PARAMS = -32602
 
 
 def to_mcp(error: AaiError) -> MCPError:
@@ -15,16 +22,45 @@ def to_mcp(error: AaiError) -> MCPError:
     return MCPError(code=error.code, message=str(error), data={"type": error.type, "detail": error.detail})
 
 
-def to_wire(error: AaiError) -> dict[str, Any]:
-    """`to_mcp`'s error as the `error` member of a JSON-RPC response, for answers written without the SDK."""
-    wire: dict[str, Any] = to_mcp(error).error.model_dump(mode="json", exclude_none=True)
+def wire_error(error: MCPError) -> dict[str, Any]:
+    """An SDK error as the `error` member of a JSON-RPC response, for answers written without the SDK."""
+    wire: dict[str, Any] = error.error.model_dump(mode="json", exclude_none=True)
     return wire
 
 
 def to_result(error: AaiError) -> types.CallToolResult:
-    """The same error as an `isError` tool result, for clients that hide JSON-RPC errors from the model."""
+    """The same error as an `isError` tool result: one line of text for the model, the parts for programs."""
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=f"{error} [{error.code} {error.type}]")],
+        content=[types.TextContent(type="text", text=result_text(error))],
         structured_content={"error": {"code": error.code, "type": error.type, "detail": error.detail}},
         is_error=True,
     )
+
+
+def result_text(error: AaiError) -> str:
+    """`INVALID_PARAMS (-32005): args.count: 'x' is not of type 'integer'`: type, code and detail on one line."""
+    return f"{error.type} ({error.code}): {' '.join(error.detail.split())}"
+
+
+def answer(error: AaiError, style: str) -> types.CallToolResult:
+    """A failed tool call's answer in `style`; raises the JSON-RPC error instead where the style wants one."""
+    if style == "result":
+        return to_result(error)
+    raise to_mcp(error) from None
+
+
+def unknown_tool(error: ToolNotFound, style: str) -> MCPError:
+    """A called name that is no tool: a protocol error, with MCP's code (-32602) in the result style and the
+    protocol's own (-32003) in the JSON-RPC style; the type and detail travel in `data` either way."""
+    if style == "result":
+        message = f"Unknown tool: {error.detail}"
+        return MCPError(code=INVALID_PARAMS, message=message, data={"type": error.type, "detail": error.detail})
+    return to_mcp(error)
+
+
+def resource_not_found(error: AaiError, uri: str, style: str) -> MCPError:
+    """A `resources/read` of a resource that does not exist: MCP's -32602 with the URI in `data` (SEP-2164) in
+    the result style; the protocol's own code (APP_NOT_FOUND, -32002) in the JSON-RPC style."""
+    data = {"uri": uri, "type": error.type, "detail": error.detail}
+    code = INVALID_PARAMS if style == "result" else error.code
+    return MCPError(code=code, message=str(error), data=data)

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
+from mcp import MCPError
 from mcp.server.connection import Connection
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from aai_gateway.errors import AaiError
 from aai_gateway.mcp.early import is_request_id
-from aai_gateway.mcp.errors import to_result, to_wire
+from aai_gateway.mcp.errors import answer, wire_error
 from aai_gateway.mcp.names import Target
 from aai_gateway.mcp.pipes import PipeWriter
 from aai_gateway.mcp.server import GatewayServer, asker_on, client_name
@@ -157,9 +158,10 @@ async def answered(server: GatewayServer, caller: Caller, call: Call, version: s
     try:
         result = await server.run(caller, call.target, call.arguments)
     except AaiError as exc:
-        if server.gateway.settings.error_style != "result":
-            return {"jsonrpc": "2.0", "id": request_id, "error": to_wire(exc)}
-        result = to_result(exc)
+        try:
+            result = answer(exc, server.gateway.settings.error_style)
+        except MCPError as error:
+            return {"jsonrpc": "2.0", "id": request_id, "error": wire_error(error)}
     except Exception:
         log.exception("the call of request %r failed unexpectedly", request_id)
         return {"jsonrpc": "2.0", "id": request_id, "error": {"code": INTERNAL_ERROR, "message": "Internal error"}}

@@ -84,6 +84,7 @@ class McpFirst:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == MCP_PATH:
+            scope = trimmed(scope)
             if self.calls is not None and scope["method"] == "POST":
                 handed = await self.calls.serve(scope, receive, send)
                 if handed is None:
@@ -92,6 +93,18 @@ class McpFirst:
             await self.mcp(scope, receive, send)
         else:
             await self.app(scope, receive, send)
+
+
+_OWS = (b" ", b"\t")
+
+
+def trimmed(scope: Scope) -> Scope:
+    """`scope` with whitespace around header values removed, as HTTP defines a field value (RFC 9110 §5.5):
+    an `Mcp-Name: " tool "` header names `tool`. The HTTP parser leaves it, and the SDK compares values as sent."""
+    headers = scope["headers"]
+    if not any(value[:1] in _OWS or value[-1:] in _OWS for _, value in headers if value):
+        return scope
+    return {**scope, "headers": [(name, value.strip(b" \t")) for name, value in headers]}
 
 
 def mcp_endpoint(app: Starlette) -> ASGIApp:

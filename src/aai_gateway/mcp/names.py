@@ -1,28 +1,26 @@
-"""MCP tool names in both spellings.
+"""MCP tool names in both spellings, and what a called name means.
 
-The protocol's names (`app:com.apple.mail`, `aai:exec`, `aai:batch`, `web:discover`, `com.apple.mail:send_email`)
-contain characters some clients refuse, so a setting lists strict names matching
-`^[a-zA-Z0-9_-]{1,64}$` instead (`app_com_apple_mail`, `aai_exec`, `aai_batch`, `web_discover`,
-`com_apple_mail__send_email`). Calls are accepted in either spelling whatever the setting.
+By default the listed names match `^[a-zA-Z0-9_-]{1,64}$` (`app_com_apple_mail`, `aai_exec`, `aai_batch`,
+`web_discover`, direct calls `com_apple_mail__send_email`), the only names many clients accept;
+`toolNames: "seed"` lists the protocol's own (`app:com.apple.mail`, `aai:exec`, `aai:batch`, `web:discover`,
+`com.apple.mail:send_email`). Calls are accepted in either spelling whatever the setting.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from aai_gateway.descriptor import Descriptor
+from aai_gateway.spelling import MAX, SEED, SEED_APP_PREFIX, SEED_BATCH, SEED_DISCOVER, SEED_EXEC, STRICT, strict
+from aai_gateway.spelling import spelling as spelling_of
 
-APP_PREFIX = "app:"
-EXEC = "aai:exec"
-BATCH = "aai:batch"
-DISCOVER = "web:discover"
-STRICT_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-_NOT_STRICT = re.compile(r"[^a-zA-Z0-9_-]")
-MAX = 64
+APP_PREFIX = SEED_APP_PREFIX
+EXEC = SEED_EXEC
+BATCH = SEED_BATCH
+DISCOVER = SEED_DISCOVER
 
 Kind = Literal["guide", "exec", "batch", "discover", "direct"]
 
@@ -32,10 +30,6 @@ class Target:
     kind: Kind
     app_id: str = ""
     tool: str = ""
-
-
-def strict(name: str) -> str:
-    return _NOT_STRICT.sub("_", name)[:MAX]
 
 
 def _unique(name: str, key: str, taken: dict[str, Target]) -> str:
@@ -49,8 +43,9 @@ def _unique(name: str, key: str, taken: dict[str, Target]) -> str:
 class Names:
     """The names listed for one set of apps, and the resolution of any name a client calls."""
 
-    def __init__(self, apps: Iterable[Descriptor], platform: str, style: str = "spec") -> None:
+    def __init__(self, apps: Iterable[Descriptor], platform: str, style: str = STRICT) -> None:
         self.style = style
+        self.spelling = spelling_of(style)
         self.collisions: list[str] = []
         self._strict: dict[str, Target] = {
             strict(EXEC): Target("exec"),
@@ -73,18 +68,22 @@ class Names:
 
     @property
     def exec(self) -> str:
-        return EXEC if self.style == "spec" else strict(EXEC)
+        return self.spelling.exec
 
     @property
     def batch(self) -> str:
-        return BATCH if self.style == "spec" else strict(BATCH)
+        return self.spelling.batch
 
     @property
     def discover(self) -> str:
-        return DISCOVER if self.style == "spec" else strict(DISCOVER)
+        return self.spelling.discover
 
     def guide(self, app_id: str) -> str:
-        return APP_PREFIX + app_id if self.style == "spec" else self._guide_names[app_id]
+        return APP_PREFIX + app_id if self.style == SEED else self._guide_names[app_id]
+
+    def direct_pattern(self) -> str:
+        """How a direct call of the resource model is spelled, for texts that speak of all of them."""
+        return "<appId>:<tool>" if self.style == SEED else "<appId with . as _>__<tool>"
 
     def resolve(self, name: str) -> Target | None:
         """What a called name means, in either spelling; None when it means nothing."""

@@ -1,9 +1,9 @@
 """The MCP server: the guide model of seed 004 and the resource model of seed 003, side by side.
 
-Guide model: `tools/list` holds one `app:<appId>` entry per app plus `web:discover`, `aai:exec` and
-`aai:batch` (several `aai:exec` calls in one).
+Guide model: `tools/list` holds one guide entry per app (`app_<appId>`, or `app:<appId>` with
+`toolNames: "seed"`) plus `web_discover`, `aai_exec` and `aai_batch` (several `aai_exec` calls in one).
 Resource model: `resources/list` and `resources/read` give each app's descriptor, and `tools/call`
-with `<appId>:<tool>` runs a tool directly. Both go through the same `Gateway`.
+with `<appId>:<tool>` (or its strict spelling) runs a tool directly. Both go through the same `Gateway`.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from pydantic import ValidationError
 from aai_gateway import __version__
 from aai_gateway.consent import ANSWER_TITLES, Answer, Ask, Question
 from aai_gateway.errors import AaiError, AppNotFound, InvalidParams, ToolNotFound
-from aai_gateway.mcp.catalogue import INSTRUCTIONS, SERVER_NAME, tool_list
-from aai_gateway.mcp.errors import to_mcp, to_result
-from aai_gateway.mcp.names import APP_PREFIX, BATCH, DISCOVER, EXEC, Names, Target
+from aai_gateway.mcp.catalogue import SERVER_NAME, instructions, tool_list
+from aai_gateway.mcp.errors import answer, resource_not_found, unknown_tool
+from aai_gateway.mcp.names import APP_PREFIX, Names, Target
 from aai_gateway.mcp.notify import Notifier
 from aai_gateway.service import MAX_BATCH, Caller, Gateway
 
@@ -83,7 +83,7 @@ class GatewayServer:
         self.server: Server[Any] = _Server(
             SERVER_NAME,
             version=__version__,
-            instructions=INSTRUCTIONS,
+            instructions=instructions(gateway.settings.tool_names),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
@@ -132,32 +132,32 @@ class GatewayServer:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         self._seen(ctx)
-        try:
-            return await self._dispatch(_caller(ctx, self.transport), params.name, params.arguments or {})
-        except AaiError as exc:
-            if self.gateway.settings.error_style == "result":
-                return to_result(exc)
-            raise to_mcp(exc) from None
-
-    async def _dispatch(self, caller: Caller, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        target = self.names.resolve(name)
+        style = self.gateway.settings.error_style
+        target = self.names.resolve(params.name)
         if target is None:
-            raise ToolNotFound(
-                f"no tool named '{name}'; the tools are {APP_PREFIX}<appId>, {EXEC}, {BATCH}, {DISCOVER} "
-                "and <appId>:<tool> (see resources/list)"
-            )
-        return await self.run(caller, target, arguments)
+            raise unknown_tool(self._no_such_tool(params.name), style)
+        try:
+            return await self.run(_caller(ctx, self.transport), target, params.arguments or {})
+        except AaiError as exc:
+            return answer(exc, style)
+
+    def _no_such_tool(self, name: str) -> ToolNotFound:
+        names = self.names
+        fixed = f"{names.spelling.guide_pattern()}, {names.exec}, {names.batch}, {names.discover}"
+        return ToolNotFound(
+            f"no tool named '{name}'; the tools are {fixed} and {names.direct_pattern()} (see resources/list)"
+        )
 
     async def run(self, caller: Caller, target: Target, arguments: dict[str, Any]) -> types.CallToolResult:
         if target.kind == "guide":
             return _text(self.gateway.guide(target.app_id))
         if target.kind == "exec":
-            app, tool, args = _exec_arguments(arguments)
+            app, tool, args = _exec_arguments(arguments, self.names.exec)
             return _result(await self.gateway.call(app, tool, args, caller))
         if target.kind == "direct":
             return _result(await self.gateway.call(target.app_id, target.tool, arguments, caller))
         if target.kind == "batch":
-            calls, parallel, stop_on_error = _batch_arguments(arguments)
+            calls, parallel, stop_on_error = _batch_arguments(arguments, self.names.batch)
             report = await self.gateway.batch(calls, caller, parallel=parallel, stop_on_error=stop_on_error)
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=json.dumps(report, ensure_ascii=False))],
@@ -165,7 +165,7 @@ class GatewayServer:
             )
         url = arguments.get("url")
         if not isinstance(url, str) or not url.strip():
-            raise InvalidParams(f"{DISCOVER} needs 'url' as a non-empty string: a web app's domain or URL")
+            raise InvalidParams(f"{self.names.discover} needs 'url' as a non-empty string: a web app's domain or URL")
         return _text(self.gateway.guide_of(await self.gateway.discover(url)))
 
     async def _list_resources(
@@ -229,38 +229,40 @@ class GatewayServer:
     ) -> types.ReadResourceResult:
         self._seen(ctx)
         uri = str(params.uri)
+        style = self.gateway.settings.error_style
         if not uri.startswith(APP_PREFIX):
-            raise to_mcp(AppNotFound(f"no resource '{uri}'; resources are app:<appId> (see resources/list)"))
+            missing = AppNotFound(f"no resource '{uri}'; resources are app:<appId> (see resources/list)")
+            raise resource_not_found(missing, uri, style)
         try:
             app = self.gateway.app(uri[len(APP_PREFIX) :])
         except AaiError as exc:
-            raise to_mcp(exc) from None
+            raise resource_not_found(exc, uri, style) from None
         text = json.dumps(app.document, ensure_ascii=False, indent=2)
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
         )
 
 
-def _exec_arguments(arguments: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+def _exec_arguments(arguments: dict[str, Any], name: str) -> tuple[str, str, dict[str, Any]]:
     app, tool, args = arguments.get("app"), arguments.get("tool"), arguments.get("args", {})
     if not isinstance(app, str) or not app:
-        raise InvalidParams(f"{EXEC} needs 'app' as a non-empty string (an app id)")
+        raise InvalidParams(f"{name} needs 'app' as a non-empty string (an app id)")
     if not isinstance(tool, str) or not tool:
-        raise InvalidParams(f"{EXEC} needs 'tool' as a non-empty string (an operation name from the guide)")
+        raise InvalidParams(f"{name} needs 'tool' as a non-empty string (an operation name from the guide)")
     if args is None:
         args = {}
     if not isinstance(args, dict):
-        raise InvalidParams(f"{EXEC} needs 'args' as an object of named arguments, got {type(args).__name__}")
+        raise InvalidParams(f"{name} needs 'args' as an object of named arguments, got {type(args).__name__}")
     return app, tool, args
 
 
-def _batch_arguments(arguments: dict[str, Any]) -> tuple[list[Any], bool, bool]:
+def _batch_arguments(arguments: dict[str, Any], name: str) -> tuple[list[Any], bool, bool]:
     calls, parallel, stop = arguments.get("calls"), arguments.get("parallel", True), arguments.get("stopOnError", False)
     if not isinstance(calls, list):
-        raise InvalidParams(f"{BATCH} needs 'calls' as an array of {{app, tool, args}} objects (1 to {MAX_BATCH})")
+        raise InvalidParams(f"{name} needs 'calls' as an array of {{app, tool, args}} objects (1 to {MAX_BATCH})")
     for key, value in (("parallel", parallel), ("stopOnError", stop)):
         if not isinstance(value, bool):
-            raise InvalidParams(f"{BATCH} needs '{key}' as true or false, got {type(value).__name__}")
+            raise InvalidParams(f"{name} needs '{key}' as true or false, got {type(value).__name__}")
     return calls, parallel, stop
 
 

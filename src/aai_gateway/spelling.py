@@ -1,0 +1,54 @@
+"""How the gateway's own tools are spelled, in the two spellings `toolNames` chooses between.
+
+`"strict"` (the default) matches `^[a-zA-Z0-9_-]{1,64}$`, the only names many MCP clients accept
+(`app_com_apple_mail`, `aai_exec`, `aai_batch`, `web_discover`); `"seed"` is the protocol's own
+(`app:com.apple.mail`, `aai:exec`, `aai:batch`, `web:discover`). Every text an agent reads names the tools
+in the spelling that is listed, so it lives below everything that writes such a text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+STRICT = "strict"
+SEED = "seed"
+STYLES = (STRICT, SEED)
+
+SEED_APP_PREFIX = "app:"
+SEED_EXEC = "aai:exec"
+SEED_BATCH = "aai:batch"
+SEED_DISCOVER = "web:discover"
+MAX = 64
+STRICT_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_NOT_STRICT = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def strict(name: str) -> str:
+    """`name` with every character a strict name may not hold replaced by `_`, cut to 64 characters."""
+    return _NOT_STRICT.sub("_", name)[:MAX]
+
+
+@dataclass(frozen=True, slots=True)
+class Spelling:
+    """The names of the gateway's fixed tools in one spelling; `guide_prefix` + an app id names an app's guide
+    (in the strict spelling, made strict and, rarely, suffixed against a collision: see `mcp/names.py`)."""
+
+    exec: str
+    batch: str
+    discover: str
+    guide_prefix: str
+
+    def guide_pattern(self) -> str:
+        """How the guide tools are named, for texts that speak of all of them."""
+        return self.guide_prefix + "<appId>"
+
+
+SPELLINGS = {
+    SEED: Spelling(SEED_EXEC, SEED_BATCH, SEED_DISCOVER, SEED_APP_PREFIX),
+    STRICT: Spelling(strict(SEED_EXEC), strict(SEED_BATCH), strict(SEED_DISCOVER), strict(SEED_APP_PREFIX)),
+}
+
+
+def spelling(style: str) -> Spelling:
+    return SPELLINGS[style]
