@@ -128,7 +128,7 @@ class Bearer:
         self.file = file
         self.env_name = env_name
         self._expected = None if value is None else _digest(value)
-        self._seen: tuple[int, int, int] | None = None
+        self._seen: tuple[int, ...] | None = None
         if file is not None:
             self._expected = _digest(read_token(file))  # a problem now stops the start
             self._seen = _identity(file)
@@ -160,12 +160,13 @@ class Bearer:
         return expected is not None and hmac.compare_digest(_digest(sent), expected)
 
 
-def _identity(path: Path) -> tuple[int, int, int] | None:
+def _identity(path: Path) -> tuple[int, ...] | None:
+    """What changes when the file is replaced, written or made readable by others."""
     try:
         info = path.stat()
     except OSError:
         return None
-    return info.st_mtime_ns, info.st_size, info.st_ino
+    return info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_mode
 
 
 @dataclass(frozen=True, slots=True)
