@@ -82,7 +82,11 @@ def _settings(ctx: click.Context) -> Settings:
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), help="With --generate: the file to write.")
 @click.option("--app-id", help="With --generate: the appId (default: from the bus name or bundle id).")
 @click.option("--json", "as_json", is_flag=True, help="With --discover: print JSON.")
-@click.option("--host", help="With --web: the address to listen on (overrides httpHost).")
+@click.option(
+    "--host",
+    help="With --web: the address to listen on (overrides httpHost); beyond loopback, /mcp requires the token "
+    "of `aai-gateway token`.",
+)
 @click.option("--port", type=click.IntRange(0, 65535), help="With --web: the port (overrides httpPort; 0 picks one).")
 @click.option(
     "--config",

@@ -20,6 +20,7 @@ from aai_gateway.mcp.bearer import (
     token_file,
     write_token,
 )
+from aai_gateway.web.pages import settings_rows
 
 EVERYWHERE = "0.0.0.0"  # noqa: S104 - naming the wildcard address, not binding to it
 
@@ -129,6 +130,9 @@ def test_a_token_from_the_environment_is_masked_and_never_shown(tmp_path: Path) 
     assert not bearer.accepts(token + "x")
     assert not bearer.accepts(token[:-1])
     assert not token_file(settings).exists(), "an environment token never writes the file"
+    rows = {row["key"]: row["value"] for row in settings_rows(settings)}
+    assert (rows["mcpAuth"], rows["mcpToken"]) == ("remote", "MY_TOKEN")
+    assert token not in json.dumps(rows), "the web UI's settings page names the variable, never its value"
 
 
 def test_a_file_token_is_read_again_when_the_file_changes(tmp_path: Path) -> None:

@@ -210,6 +210,9 @@ def bearer_for(settings: Settings) -> Bearer | None:
         raise TokenProblem(f"/mcp needs a bearer token because {need.why}, but {exc}") from None
 
 
+REASONS = {None: "no bearer token", "invalid_token": "a wrong bearer token", "invalid_request": "a token in the URL"}
+
+
 class Gate:
     """The check in front of `/mcp`: answers a refused request itself and returns False, else returns True."""
 
@@ -247,7 +250,7 @@ class Gate:
     async def _refuse(self, scope: Scope, send: Send, status: int, error: str | None, detail: str) -> None:
         client = scope.get("client")
         who = f"{client[0]}:{client[1]}" if client else "an unknown client"
-        log.warning("refused %s %s from %s: %s", scope["method"], scope["path"], who, error or "no bearer token")
+        log.warning("refused %s %s from %s: %s", scope["method"], scope["path"], who, REASONS[error])
         challenge = REALM if error is None else f'{REALM}, error="{error}", error_description="{detail}"'
         body = json.dumps({"error": error or "unauthorized", "error_description": detail}).encode()
         headers = [
