@@ -82,7 +82,11 @@ def _settings(ctx: click.Context) -> Settings:
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), help="With --generate: the file to write.")
 @click.option("--app-id", help="With --generate: the appId (default: from the bus name or bundle id).")
 @click.option("--json", "as_json", is_flag=True, help="With --discover: print JSON.")
-@click.option("--host", help="With --web: the address to listen on (overrides httpHost).")
+@click.option(
+    "--host",
+    help="With --web: the address to listen on (overrides httpHost); beyond loopback, /mcp requires the token "
+    "of `aai-gateway token`.",
+)
 @click.option("--port", type=click.IntRange(0, 65535), help="With --web: the port (overrides httpPort; 0 picks one).")
 @click.option(
     "--config",
@@ -176,8 +180,13 @@ def _serve_mcp(settings: Settings) -> None:
 
 
 def _serve_web(settings: Settings) -> None:
+    from aai_gateway.mcp.bearer import TokenProblem, bearer_for, requirement
     from aai_gateway.mcp.http import listening_socket, serve_http
 
+    try:  # before listening: a gateway that would be open to the network does not start at all
+        bearer = bearer_for(settings)
+    except TokenProblem as exc:
+        _fail(str(exc))
     logs.configure(settings.log_level, settings.aai_home / "logs")
     logs.lean()
     try:
@@ -199,7 +208,12 @@ def _serve_web(settings: Settings) -> None:
         shown = f"[{host}]" if ":" in host else host
         click.echo(f"aai-gateway: web UI at http://{shown}:{port}{UI_PATH}/login?token={ui.token}", err=True)
         click.echo(f"aai-gateway: the web UI's login token is also in {ui.token_file}", err=True)
-    serve_http(gateway, sock, ui)
+    if bearer is not None:
+        click.echo(f"aai-gateway: /mcp requires Authorization: Bearer <token>; the token is {bearer.where}", err=True)
+    else:
+        why = requirement(settings).why
+        click.echo(f'aai-gateway: /mcp takes no token ({why}; "mcpAuth": "always" requires one)', err=True)
+    serve_http(gateway, sock, ui, bearer)
 
 
 def _open_history(gateway: Gateway) -> None:
@@ -756,6 +770,43 @@ def auth_status(ctx: click.Context, app: str | None, as_json: bool) -> None:
         click.echo(_status_line(status))
     if not statuses:
         click.echo("No app signs in with OAuth 2.")
+
+
+@main.command()
+@click.option(
+    "--rotate", is_flag=True, help="Replace the token with a new one; running gateways use it from their next request."
+)
+@click.pass_context
+def token(ctx: click.Context, rotate: bool) -> None:
+    """Print the bearer token that clients send to /mcp (Authorization: Bearer <token>).
+
+    The token is kept in ~/.aai/mcp-token, readable only by you, and is created on first use.
+    `aai-gateway --web` requires it when listening beyond loopback, or always with "mcpAuth": "always".
+    """
+    from aai_gateway.mcp.bearer import TokenProblem, read_token, token_file, write_token
+
+    settings = _settings(ctx)
+    path = token_file(settings)
+    try:
+        if rotate or not path.exists():
+            value = write_token(path)
+            done = "wrote a new token to" if rotate else "created"
+            click.echo(f"aai-gateway: {done} {path} (readable only by you)", err=True)
+            if rotate:
+                click.echo("aai-gateway: running gateways use it from their next request; give it to clients", err=True)
+        else:
+            value = read_token(path)
+    except TokenProblem as exc:
+        _fail(str(exc), 1)
+    except OSError as exc:
+        _fail(f"cannot write {path}: {exc.strerror or exc}", 1)
+    if settings.mcp_token is not None:
+        click.echo(
+            f"aai-gateway: note: config.json sets mcpToken, so gateways require the value of environment "
+            f"variable {settings.mcp_token} instead of this file's token",
+            err=True,
+        )
+    click.echo(value)
 
 
 # consent: which MCP clients may run which apps' tools. Decisions live in aai_gateway.consent.

@@ -86,6 +86,12 @@ class Settings:
     """Over stdio, answer initialize and tools/list before the SDK is imported, and calls off the wire."""
     fast_http: bool = True
     """Over HTTP, answer the calls of established sessions in front of the SDK's transport."""
+    mcp_auth: str = "remote"
+    """When `/mcp` requires a bearer token: "remote" (listening beyond loopback) or "always"."""
+    mcp_token: str | None = None
+    """The environment variable `mcpToken` names; None: the token file `<AAI home>/mcp-token`."""
+    mcp_token_value: Secret | None = None
+    """That variable's value, when it is set (it is checked when `--web` starts, not here)."""
     max_concurrent_calls: int = 16
     """Operations running at once across the whole gateway (and the parallelism of one aai:batch)."""
     web_allow_http_loopback: bool = False
@@ -207,6 +213,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
     web = data.get("web", {})
     apps = {app_id: _app_settings(app_id, raw, env) for app_id, raw in data.get("apps", {}).items()}
     consent = data.get("consent", {})
+    token_env = data["mcpToken"]["$env"] if "mcpToken" in data else None
     rules = tuple(
         ConsentRule(app=r["app"], decision=r["decision"], caller=r.get("caller"), tool=r.get("tool"))
         for r in consent.get("rules", [])
@@ -227,6 +234,9 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         max_concurrent_calls=data.get("maxConcurrentCalls", 16),
         fast_stdio=data.get("fastStdio", True),
         fast_http=data.get("fastHttp", True),
+        mcp_auth=data.get("mcpAuth", "remote"),
+        mcp_token=token_env,
+        mcp_token_value=Secret(env[token_env]) if token_env and env.get(token_env) else None,
         web_allow_http_loopback=web.get("allowHttpLoopback", False),
         web_allow_private_networks=web.get("allowPrivateNetworks", False),
         web_cache_ttl_hours=float(web.get("cacheTtlHours", 24)),

@@ -6,10 +6,10 @@ session's GET stream. The listening socket is made with IPPROTO_TCP so that asyn
 TCP_NODELAY for every connection (with protocol 0 it does not, and each response waits ~40 ms for
 a delayed ACK).
 
-Requests to `/mcp` go to the fast path for calls (`http_calls`) or straight to the SDK's transport,
-past Starlette's router and middleware, which only the web UI needs. uvicorn parses HTTP with
-httptools, a dependency for that reason: it costs about a fifth of a millisecond of CPU less per
-request than h11. The server runs on uvloop (`mcp.loop`).
+Every request to `/mcp` passes the bearer-token gate first (`bearer`), then goes to the fast path
+for calls (`http_calls`) or straight to the SDK's transport, past Starlette's router and middleware,
+which only the web UI needs. uvicorn parses HTTP with httptools, a dependency for that reason: it
+costs about a fifth of a millisecond of CPU less per request than h11. The server runs on uvloop (`mcp.loop`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from aai_gateway.mcp import loop
+from aai_gateway.mcp.bearer import Bearer, Gate
 from aai_gateway.mcp.http_calls import HttpCalls
 from aai_gateway.mcp.reload import keep_fresh
 from aai_gateway.mcp.server import GatewayServer
@@ -74,17 +75,21 @@ def security(host: str) -> TransportSecuritySettings:
 class McpFirst:
     """ASGI front: `/mcp` requests straight to the MCP transport, everything else (the UI, 404s, lifespan) to `app`.
 
+    `gate` sees every `/mcp` request first, so that neither the transport nor `calls` serves one it refuses.
     With `calls`, the POSTs it can answer itself never reach the transport.
     """
 
-    def __init__(self, app: Starlette, mcp: ASGIApp, calls: HttpCalls | None = None) -> None:
+    def __init__(self, app: Starlette, mcp: ASGIApp, calls: HttpCalls | None = None, gate: Gate | None = None) -> None:
         self.app = app
         self.mcp = mcp
         self.calls = calls
+        self.gate = gate or Gate(None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == MCP_PATH:
             scope = trimmed(scope)
+            if not await self.gate.admit(scope, send):
+                return
             if self.calls is not None and scope["method"] == "POST":
                 handed = await self.calls.serve(scope, receive, send)
                 if handed is None:
@@ -142,14 +147,14 @@ def build_app(server: GatewayServer, ui: Access | None = None, port: int | None 
     return app
 
 
-def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None) -> None:
-    """Serve until interrupted, on an already listening socket."""
+def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None, bearer: Bearer | None = None) -> None:
+    """Serve until interrupted, on an already listening socket; with `bearer`, `/mcp` requires its token."""
     server = GatewayServer(gateway, transport="http")
     app = build_app(server, ui, sock.getsockname()[1])
     calls = None
     if gateway.settings.fast_http:
         calls = HttpCalls(server, server.server.session_manager, security(gateway.settings.http_host))
-    front = McpFirst(app, mcp_endpoint(app), calls)
+    front = McpFirst(app, mcp_endpoint(app), calls, Gate(bearer))
     # Nothing stands between the gateway and its clients, so forwarded-for headers are not trusted.
     config = uvicorn.Config(
         front,

@@ -2,14 +2,15 @@
 
 The SDK's streamable-HTTP path costs about two milliseconds a request on top of the call itself
 (its session manager, transport, memory streams, per-request task group and model validation).
-In the ASGI front, a POST to `/mcp` is taken here only when the SDK would serve it with nothing left
-to check: its session is open in the SDK's session manager and one request of it has been served
-there (so its connection is known), the protocol-version header is absent or of the handshake era,
-the body declares a size within the SDK's limit, Accept allows JSON, Content-Type is JSON, Host and
-Origin pass the SDK's own DNS-rebinding check, and the body is a single `tools/call` of `aai:exec` or
-`<appId>:<tool>`. The call then runs through the same `GatewayServer.run` as on the SDK's path and
-is answered in the same wire form. Anything else goes to the SDK, with the body already read handed
-on unchanged. A `notifications/cancelled` for a call taken here cancels it, and the call's POST is
+In the ASGI front, and only once the bearer-token gate (`bearer`) has admitted it, a POST to `/mcp`
+is taken here when the SDK would serve it with nothing left to check: its session is open in the
+SDK's session manager and one request of it has been served there (so its connection is known), the
+protocol-version header is absent or of the handshake era, the body declares a size within the SDK's
+limit, Accept allows JSON, Content-Type is JSON, Host and Origin pass the SDK's own DNS-rebinding
+check, and the body is a single `tools/call` of `aai:exec` or `<appId>:<tool>`. The call then runs
+through the same `GatewayServer.run` as on the SDK's path and is answered in the same wire form.
+Anything else goes to the SDK, with the body already read handed on unchanged. A
+`notifications/cancelled` for a call taken here cancels it, and the call's POST is
 answered as the SDK answers a cancelled request.
 """
 
