@@ -14,9 +14,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.mcp_client import http_session, stdio_session, text_of, web_gateway
 from tests.support import EXAMPLES, ROOT, Bus, echo_home, gateway_command, install_descriptor
@@ -111,6 +113,28 @@ async def test_readme_http_snippet_reaches_the_running_gateway(bus: Bus, echo_ap
         assert url.rsplit(":", 1)[0] == configured.rsplit(":", 1)[0]
         async with http_session(url) as session:
             await check_a_client_session(session)
+
+
+async def test_readme_remote_snippet_reaches_a_gateway_that_wants_a_token(
+    bus: Bus, echo_app: None, tmp_path: Path
+) -> None:
+    env = env_of(bus, home_with_apps(tmp_path, mcpAuth="always"))
+    made = subprocess.run([gateway_command(), "token"], env=env, capture_output=True, text=True, check=True)
+    entry = json.loads(snippets()["remote"])["mcpServers"]["aai"]
+    assert entry["url"] == "http://HOST:3000/mcp"
+    assert entry["headers"] == {"Authorization": "Bearer <the token>"}
+    headers = {"Authorization": entry["headers"]["Authorization"].replace("<the token>", made.stdout.strip())}
+    with web_gateway(env, tmp_path / "stderr.log") as url:
+        address = url.removeprefix("http://").removesuffix("/mcp")
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as client,
+            streamable_http_client(entry["url"].replace("HOST:3000", address), http_client=client) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            await check_a_client_session(session)
+        async with httpx2.AsyncClient() as client:
+            assert (await client.post(url, json={})).status_code == 401
 
 
 async def test_an_unknown_tool_name_is_a_protocol_error(bus: Bus, tmp_path: Path) -> None:
