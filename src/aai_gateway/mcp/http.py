@@ -31,6 +31,7 @@ from aai_gateway.mcp.reload import keep_fresh
 from aai_gateway.mcp.server import GatewayServer
 from aai_gateway.service import Gateway
 from aai_gateway.web import UI_PATH, Access, build_ui
+from aai_gateway.web.security import SameSite, allowed_hosts
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ class McpFirst:
     With `calls`, the POSTs it can answer itself never reach the transport.
     """
 
-    def __init__(self, app: Starlette, mcp: ASGIApp, calls: HttpCalls | None = None) -> None:
+    def __init__(self, app: ASGIApp, mcp: ASGIApp, calls: HttpCalls | None = None) -> None:
         self.app = app
         self.mcp = mcp
         self.calls = calls
@@ -136,7 +137,9 @@ def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None) 
     calls = None
     if gateway.settings.fast_http:
         calls = HttpCalls(server, server.server.session_manager, security(gateway.settings.http_host))
-    front = McpFirst(app, mcp_endpoint(app), calls)
+    # Everything beside /mcp (the UI, its redirects, 404s) answers only this gateway's own address.
+    rest = SameSite(app, allowed_hosts(gateway.settings.http_host, sock.getsockname()[1]))
+    front = McpFirst(rest, mcp_endpoint(app), calls)
     # Nothing stands between the gateway and its clients, so forwarded-for headers are not trusted.
     config = uvicorn.Config(
         front,
