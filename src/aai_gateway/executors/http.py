@@ -1,12 +1,13 @@
 """Web REST (`restapi` in shape A, `http` in shapes B and C) over one pooled HTTP client.
 
 A call is built into a request (`http_request`), its credential found (`http_auth`) before anything
-touches the network, its destination resolved and checked (`http_guard`), and sent; the whole call, retries included, keeps within the tool's
-timeout. Redirects are followed only within the API's own origin and base path; 429 and 503 with
-Retry-After are retried only for idempotent methods and only when the wait fits in the time left;
-nothing is sent again after a timeout. A 401 under OAuth 2 refreshes the token once. Responses are
-read up to `web.maxResponseBytes`. Secrets never reach a result, an error or a log line: the query
-string (which may carry a key) is never quoted, and every credential is redacted from what comes back.
+touches the network, its destination resolved and checked (`http_guard`), and sent; the whole call,
+retries included, keeps within the tool's timeout. Redirects are followed only within the API's own
+origin and base path; 429 and 503 with Retry-After are retried only for idempotent methods and only
+when the wait fits in the time left; nothing is sent again after a timeout. A 401 under OAuth 2
+refreshes the token once. Responses are read up to `web.maxResponseBytes`. Secrets never reach a
+result, an error or a log line: the query string (which may carry a key) is never quoted, and every
+credential is redacted from what comes back.
 """
 
 from __future__ import annotations

@@ -106,12 +106,18 @@ class Pages:
         scan = self.gateway.registry.scan
         served = self.gateway.apps()
         others = [a for a in scan.apps.values() if a not in served]
+        warnings = [p for p in scan.problems if p.severity == "warning"]
+        counts: dict[str, int] = {}
+        for problem in warnings:
+            counts[problem.file] = counts.get(problem.file, 0) + 1
         return self.render(
             request,
             "apps.html",
             apps=served,
             unserved=others,
             broken=scan.broken,
+            warnings=warnings,
+            warning_counts=counts,
             platform=self.gateway.platform,
         )
 
