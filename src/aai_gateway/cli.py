@@ -47,8 +47,10 @@ def _settings(ctx: click.Context) -> Settings:
             settings = load_settings(env, obj.get("config"))
         except ConfigError as exc:
             _fail(f"the configuration is invalid:\n{exc}")
+        if obj.get("platform"):
+            settings = settings.from_option("--platform", platform=obj["platform"])
         if obj.get("log_level"):
-            settings = settings.with_changes(log_level=obj["log_level"])
+            settings = settings.from_option("--log-level", log_level=obj["log_level"])
         obj["settings"] = settings
     result: Settings = obj["settings"]
     return result
@@ -143,12 +145,11 @@ def main(
         _serve_mcp(_settings(ctx))
     elif mode == "web":
         settings = _settings(ctx)
-        changes: dict[str, Any] = {}
         if host is not None:
-            changes["http_host"] = host
+            settings = settings.from_option("--host", http_host=host)
         if port is not None:
-            changes["http_port"] = port
-        _serve_web(settings.with_changes(**changes))
+            settings = settings.from_option("--port", http_port=port)
+        _serve_web(settings)
     elif mode == "scan":
         _print_scan(_settings(ctx))
     elif mode == "discover":

@@ -6,6 +6,7 @@ A missing file means defaults. An unknown key or a wrong type is a `ConfigError`
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -116,6 +117,11 @@ class Settings:
     def with_changes(self, **changes: Any) -> Settings:
         return replace(self, **changes)
 
+    def from_option(self, option: str, **changes: Any) -> Settings:
+        """These settings with `changes` given on the command line by `option` (e.g. "--port")."""
+        keys = {name: key for key, name in setting_fields().items()}
+        return replace(self, **changes, sources={**self.sources, **{keys[name]: option for name in changes}})
+
 
 @cache
 def _schema() -> dict[str, Any]:
@@ -130,6 +136,52 @@ def known_keys() -> list[str]:
         keys.append(key)
         keys.extend(f"{key}.{sub}" for sub in spec.get("properties", {}))
     return sorted(keys)
+
+
+NOT_SHOWN = frozenset({"apps"})
+"""Keys `setting_fields` leaves out: per-app settings, which hold secrets, have no one value."""
+
+
+def setting_fields() -> dict[str, str]:
+    """Each config.json key that holds one value, spelled as in the schema, → its `Settings` field."""
+    keys: list[str] = []
+    for key, spec in _schema()["properties"].items():
+        if "properties" in spec:
+            keys.extend(f"{key}.{sub}" for sub in spec["properties"])
+        elif key not in NOT_SHOWN:
+            keys.append(key)
+    return {key: _CAPITAL.sub(r"_\1", key.replace(".", "_")).lower() for key in keys}
+
+
+_CAPITAL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+def source_text(source: str | None) -> str:
+    """Where a setting came from, in words, from its entry in `Settings.sources`."""
+    if source is None:
+        return "default"
+    if source.startswith("--"):
+        return f"command-line option {source}"
+    if ENV_NAME.fullmatch(source):
+        return f"environment variable {source}"
+    return f"config file {source}"
+
+
+ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+
+def config_value(value: Any) -> Any:
+    """A setting's value as config.json would hold it."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple | list):
+        return [config_value(v) for v in value]
+    if isinstance(value, ConsentRule):
+        rule = {"caller": value.caller, "app": value.app, "tool": value.tool, "decision": value.decision}
+        return {k: v for k, v in rule.items() if v is not None}
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 @cache
@@ -199,6 +251,10 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
     path = config_path or paths.config_file(env)
     data = read_config_file(path)
     sources: dict[str, str] = {key: str(path) for key in data}
+    for group in ("web", "consent"):
+        sources.update((f"{group}.{key}", str(path)) for key in data.get(group, {}))
+    if env.get("AAI_HOME"):
+        sources["aai_home"] = "AAI_HOME"
 
     platform = data.get("platform") or paths.host_platform()
     if env.get("AAI_PLATFORM"):

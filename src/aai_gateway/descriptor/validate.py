@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import inspect
 import json
 import stat
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ from jsonschema import Draft7Validator, SchemaError
 from aai_gateway import __version__, problems
 from aai_gateway.descriptor.formats import detect, normalise
 from aai_gateway.descriptor.model import Descriptor, Shape
+from aai_gateway.descriptor.unknown_keys import unknown_keys
 from aai_gateway.problems import Problem, describe, pointer, short
 
 DEFAULT_MAX_BYTES = 1024 * 1024
@@ -49,6 +51,12 @@ def validator(shape: Shape) -> Draft7Validator:
     return Draft7Validator(json.loads(text))
 
 
+def _schema(shape: Shape) -> Mapping[str, Any]:
+    schema = validator(shape).schema
+    assert isinstance(schema, Mapping)
+    return schema
+
+
 @cache
 def rules_fingerprint() -> str:
     """Changes whenever the checks could give another verdict: the package version, the schemas, this module."""
@@ -56,7 +64,7 @@ def rules_fingerprint() -> str:
     schemas = files("aai_gateway.descriptor").joinpath("schemas")
     for shape in ("multi", "single", "camel"):
         digest.update(schemas.joinpath(f"aai-{shape}.schema.json").read_bytes())
-    for module in (__file__, problems.__file__):
+    for module in (__file__, problems.__file__, inspect.getfile(unknown_keys)):
         digest.update(Path(module).read_bytes())
     return digest.hexdigest()
 
@@ -194,6 +202,7 @@ def check_document(doc: Any, source: str) -> Loaded:
         )
         if not problems:
             problems = _semantic_problems(doc, shape, source)
+        problems.extend(unknown_keys(doc, _schema(shape), shape, source))
     except RecursionError:
         problems = [Problem(source, "", "is nested too deeply to check")]
     except ValueError:

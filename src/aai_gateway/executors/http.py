@@ -1,12 +1,13 @@
 """Web REST (`restapi` in shape A, `http` in shapes B and C) over one pooled HTTP client.
 
-A call is built into a request (`http_request`), its destination checked (`http_guard`), its
-credential found (`http_auth`) and sent; the whole call, retries included, keeps within the tool's
-timeout. Redirects are followed only within the API's own origin and base path; 429 and 503 with
-Retry-After are retried only for idempotent methods and only when the wait fits in the time left;
-nothing is sent again after a timeout. A 401 under OAuth 2 refreshes the token once. Responses are
-read up to `web.maxResponseBytes`. Secrets never reach a result, an error or a log line: the query
-string (which may carry a key) is never quoted, and every credential is redacted from what comes back.
+A call is built into a request (`http_request`), its credential found (`http_auth`) before anything
+touches the network, its destination resolved and checked (`http_guard`), and sent; the whole call,
+retries included, keeps within the tool's timeout. Redirects are followed only within the API's own
+origin and base path; 429 and 503 with Retry-After are retried only for idempotent methods and only
+when the wait fits in the time left; nothing is sent again after a timeout. A 401 under OAuth 2
+refreshes the token once. Responses are read up to `web.maxResponseBytes`. Secrets never reach a
+result, an error or a log line: the query string (which may carry a key) is never quoted, and every
+credential is redacted from what comes back.
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ class HttpExecutor:
         exchange = Exchange(call, request, auth_spec(call.binding.auth), loop.time() + call.timeout)
         try:
             async with asyncio.timeout(call.timeout):
+                # A missing credential is the user's to fix first, and needs no network to find out.
+                await self._authenticate(exchange, force=False)
                 await check_host(request.base, self._settings)
                 reply = await self._exchange(exchange)
             result = parse_output(reply.body, reply.charset, request.parser, str(request))
@@ -119,7 +122,6 @@ class HttpExecutor:
         return self._client
 
     async def _exchange(self, ex: Exchange) -> Reply:
-        await self._authenticate(ex, force=False)
         attempt = Attempt(ex.request.method, httpx2.URL(ex.request.url), ex.request.content)
         _check_target(attempt.url, ex.request.base)
         refreshed, retries, hops = False, 0, 0

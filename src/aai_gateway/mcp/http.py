@@ -32,6 +32,7 @@ from aai_gateway.mcp.reload import keep_fresh
 from aai_gateway.mcp.server import GatewayServer
 from aai_gateway.service import Gateway
 from aai_gateway.web import UI_PATH, Access, build_ui
+from aai_gateway.web.security import SameSite, allowed_hosts
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ class McpFirst:
     With `calls`, the POSTs it can answer itself never reach the transport.
     """
 
-    def __init__(self, app: Starlette, mcp: ASGIApp, calls: HttpCalls | None = None, gate: Gate | None = None) -> None:
+    def __init__(self, app: ASGIApp, mcp: ASGIApp, calls: HttpCalls | None = None, gate: Gate | None = None) -> None:
         self.app = app
         self.mcp = mcp
         self.calls = calls
@@ -154,7 +155,9 @@ def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None, 
     calls = None
     if gateway.settings.fast_http:
         calls = HttpCalls(server, server.server.session_manager, security(gateway.settings.http_host))
-    front = McpFirst(app, mcp_endpoint(app), calls, Gate(bearer))
+    # Everything beside /mcp (the UI, its redirects, 404s) answers only this gateway's own address.
+    rest = SameSite(app, allowed_hosts(gateway.settings.http_host, sock.getsockname()[1]))
+    front = McpFirst(rest, mcp_endpoint(app), calls, Gate(bearer))
     # Nothing stands between the gateway and its clients, so forwarded-for headers are not trusted.
     config = uvicorn.Config(
         front,

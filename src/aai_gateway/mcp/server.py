@@ -239,7 +239,7 @@ class GatewayServer:
             raise resource_not_found(exc, uri, style) from None
         text = json.dumps(app.document, ensure_ascii=False, indent=2)
         return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=uri, mime_type="application/json", text=text)]
+            contents=[types.TextResourceContents(uri=uri, mime_type=DESCRIPTOR_MIME, text=text)]
         )
 
 

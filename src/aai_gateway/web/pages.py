@@ -6,7 +6,6 @@ import json
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
-from dataclasses import fields
 from typing import Any
 from urllib.parse import urlencode
 
@@ -15,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from aai_gateway.config import Settings
+from aai_gateway.config import Settings, config_value, setting_fields, source_text
 from aai_gateway.consent import ANSWER_TITLES, Answer
 from aai_gateway.executors.http_response import IDEMPOTENT
 from aai_gateway.history import STATUSES, parse_time
@@ -106,12 +105,18 @@ class Pages:
         scan = self.gateway.registry.scan
         served = self.gateway.apps()
         others = [a for a in scan.apps.values() if a not in served]
+        warnings = [p for p in scan.problems if p.severity == "warning"]
+        counts: dict[str, int] = {}
+        for problem in warnings:
+            counts[problem.file] = counts.get(problem.file, 0) + 1
         return self.render(
             request,
             "apps.html",
             apps=served,
             unserved=others,
             broken=scan.broken,
+            warnings=warnings,
+            warning_counts=counts,
             platform=self.gateway.platform,
         )
 
@@ -281,45 +286,16 @@ def _tool_view(platform: str, automation: str, tool: Any) -> dict[str, Any]:
     }
 
 
-def config_key(name: str) -> str:
-    """`web_allow_http_loopback` → `web.allowHttpLoopback`; `scan_paths` → `scanPaths`."""
-    group = ""
-    for prefix in ("web_", "consent_"):
-        if name.startswith(prefix):
-            group, name = prefix[:-1] + ".", name[len(prefix) :]
-    head, *rest = name.split("_")
-    return group + head + "".join(p.capitalize() for p in rest)
-
-
-HIDDEN = {"sources", "apps", "config_file", "home", "cache_dir", "mcp_token_value"}
-
-
 def settings_rows(settings: Settings) -> list[dict[str, str]]:
-    """Each setting with its value and where it came from (default, the config file, the environment)."""
-    rows = []
-    for f in fields(settings):
-        if f.name in HIDDEN:
-            continue
-        key = "AAI home" if f.name == "aai_home" else config_key(f.name)
-        value = getattr(settings, f.name)
-        source = settings.sources.get(key) or settings.sources.get(key.split(".")[0])
-        if f.name == "aai_home":
-            source = settings.sources.get("aai_home")
-        rows.append({"key": key, "value": _shown(value), "source": _source(source)})
+    """Each config.json key with its value as JSON and where it came from, then the AAI home."""
+    rows = [
+        {
+            "key": key,
+            "value": json.dumps(config_value(getattr(settings, name)), ensure_ascii=False),
+            "source": source_text(settings.sources.get(key)),
+        }
+        for key, name in setting_fields().items()
+    ]
+    home = settings.sources.get("aai_home")
+    rows.append({"key": "AAI home", "value": str(settings.aai_home), "source": source_text(home)})
     return rows
-
-
-def _source(source: str | None) -> str:
-    if source is None:
-        return "default"
-    if source.isupper() and "/" not in source:
-        return f"environment ({source})"
-    return f"config file ({source})"
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, tuple | list):
-        return ", ".join(_shown(v) for v in value) or "(none)"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)

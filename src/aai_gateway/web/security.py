@@ -111,14 +111,51 @@ def allowed_hosts(host: str, port: int) -> frozenset[str]:
     return frozenset(f"{n}:{port}".lower() for n in shown)
 
 
-class Guard:
+class SameSite:
+    """Host and Origin checks (DNS rebinding, cross-site requests) against `hosts`, the `host:port` values
+    the gateway answers to; as an ASGI app, in front of everything, so that no route, redirect or 404
+    answers a request for another address."""
+
+    def __init__(self, app: ASGIApp, hosts: Iterable[str]) -> None:
+        self.app = app
+        self.hosts = frozenset(hosts)
+        self.origins = frozenset(f"http://{h}" for h in self.hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refusal = self.refusal(Headers(scope=scope)) if scope["type"] == "http" else None
+        if refusal is None:
+            await self.app(scope, receive, send)
+        else:
+            await refusal(scope, receive, send)
+
+    def refusal(self, headers: Headers) -> Response | None:
+        if headers.get("host", "").lower() not in self.hosts:
+            return PlainTextResponse("This address is not the one the gateway listens on.", status_code=421)
+        if not self._same_origin(headers):
+            return PlainTextResponse("Requests from other sites are refused.", status_code=403)
+        return None
+
+    def _same_origin(self, headers: Headers) -> bool:
+        """Origin, when sent, must be this UI. With Referrer-Policy no-referrer a browser sends
+        `Origin: null` on the UI's own form posts; that passes only when the browser also says, in a
+        header no page can set, that the request comes from this origin."""
+        origin = headers.get("origin")
+        fetch_site = headers.get("sec-fetch-site")
+        if fetch_site is not None and fetch_site not in ("same-origin", "none"):
+            return False
+        if origin is None:
+            return True
+        if origin == "null":
+            return fetch_site == "same-origin"
+        return origin.lower() in self.origins
+
+
+class Guard(SameSite):
     """ASGI middleware in front of the UI: every check happens before a page sees the request."""
 
     def __init__(self, app: ASGIApp, access: Access, hosts: Iterable[str], render_login: LoginPage) -> None:
-        self.app = app
+        super().__init__(app, hosts)
         self.access = access
-        self.hosts = frozenset(hosts)
-        self.origins = frozenset(f"http://{h}" for h in self.hosts)
         self.render_login = render_login
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -139,26 +176,11 @@ class Guard:
             return
         await self.app(scope, refusal or receive, send_secured)
 
-    def _same_origin(self, headers: Headers) -> bool:
-        """Origin, when sent, must be this UI. With Referrer-Policy no-referrer a browser sends
-        `Origin: null` on the UI's own form posts; that passes only when the browser also says, in a
-        header no page can set, that the request comes from this origin."""
-        origin = headers.get("origin")
-        fetch_site = headers.get("sec-fetch-site")
-        if fetch_site is not None and fetch_site not in ("same-origin", "none"):
-            return False
-        if origin is None:
-            return True
-        if origin == "null":
-            return fetch_site == "same-origin"
-        return origin.lower() in self.origins
-
     async def _check(self, scope: Scope, receive: Receive) -> Response | Receive | None:
         headers = Headers(scope=scope)
-        if headers.get("host", "").lower() not in self.hosts:
-            return PlainTextResponse("This address is not the one the gateway listens on.", status_code=421)
-        if not self._same_origin(headers):
-            return PlainTextResponse("Requests from other sites are refused.", status_code=403)
+        refusal = self.refusal(headers)
+        if refusal is not None:
+            return refusal
         path, root = scope["path"], scope.get("root_path", "")
         if root and path.startswith(root):
             path = path[len(root) :]
