@@ -387,7 +387,7 @@ def _descriptor_files(path: Path) -> Iterator[Path]:
     yield from nested or loose or [path]
 
 
-@main.command()
+@main.command(short_help="Check descriptor files or folders; exit 1 if any is invalid.")
 @click.argument("paths_", metavar="PATH...", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.pass_context
@@ -420,7 +420,7 @@ def _loaded_json(result: Loaded) -> dict[str, Any]:
     }
 
 
-@main.command()
+@main.command(short_help="List the apps the gateway serves on this platform.")
 @click.option("--json", "as_json", is_flag=True, help="Print the apps as JSON.")
 @click.pass_context
 def apps(ctx: click.Context, as_json: bool) -> None:
@@ -434,7 +434,7 @@ def apps(ctx: click.Context, as_json: bool) -> None:
         click.echo(_app_line(app, settings.platform))
 
 
-@main.command()
+@main.command(short_help="Print an app's operation guide, as agents see it.")
 @click.argument("app")
 @click.pass_context
 def guide(ctx: click.Context, app: str) -> None:
@@ -446,7 +446,7 @@ def guide(ctx: click.Context, app: str) -> None:
         _fail(str(exc), 1)
 
 
-@main.command()
+@main.command(short_help="Run one tool of an app and print its result.")
 @click.argument("app")
 @click.argument("tool")
 @click.argument("args", required=False, default="{}")
@@ -496,7 +496,9 @@ def _history_store(ctx: click.Context) -> HistoryStore:
     return HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
 
 
-@main.group(invoke_without_command=True)
+@main.group(
+    invoke_without_command=True, short_help="List the calls the gateway ran; `history show ID` prints one."
+)
 @click.option("--app", help="Only calls to this app id.")
 @click.option("--tool", help="Only calls of this tool.")
 @click.option("--status", type=click.Choice(STATUSES), help="Only calls that succeeded, or that failed.")
@@ -564,7 +566,7 @@ def _history_row(record: Record) -> tuple[str, ...]:
     )
 
 
-@history.command("show")
+@history.command("show", short_help="Print one call whole: arguments, outcome and result.")
 @click.argument("call_id", metavar="CALL_ID")
 @click.option("--json", "as_json", is_flag=True, help="Print the record as JSON.")
 @click.pass_context
@@ -608,7 +610,7 @@ def _printable(text: str) -> str:
 # auth: sign in to web apps, sign out, status. The secret store and OAuth live in aai_gateway.auth.
 
 
-@main.group()
+@main.group(short_help="Sign in to web apps (OAuth 2), sign out, show the status.")
 def auth() -> None:
     """Sign in to web apps (OAuth 2 with PKCE), sign out, and show the sign-in status."""
 
@@ -657,7 +659,7 @@ def _status_line(status: AuthStatus) -> str:
     return head + "; ".join(parts)
 
 
-@auth.command("login")
+@auth.command("login", short_help="Sign in to APP in the browser; tokens go to the OS keyring.")
 @click.argument("app")
 @click.option("--no-browser", is_flag=True, help="Only print the sign-in URL; do not open a browser.")
 @click.option(
@@ -700,7 +702,7 @@ def auth_login(ctx: click.Context, app: str, no_browser: bool, timeout: float) -
     click.echo(f"Signed in to {web.site} for {app}{scopes}. Tokens stored in: {status.store}")
 
 
-@auth.command("logout")
+@auth.command("logout", short_help="Sign out of APP: delete its stored tokens.")
 @click.argument("app")
 @click.pass_context
 def auth_logout(ctx: click.Context, app: str) -> None:
@@ -722,7 +724,7 @@ def auth_logout(ctx: click.Context, app: str) -> None:
         click.echo(f"Not signed in to {web.site} for {app}; nothing to delete.")
 
 
-@auth.command("status")
+@auth.command("status", short_help="Show the sign-in status of APP or of every OAuth 2 app.")
 @click.argument("app", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 @click.pass_context
@@ -761,7 +763,7 @@ def auth_status(ctx: click.Context, app: str | None, as_json: bool) -> None:
 # consent: which MCP clients may run which apps' tools. Decisions live in aai_gateway.consent.
 
 
-@main.group()
+@main.group(short_help="Allow, deny, list and revoke which clients may run which tools.")
 def consent() -> None:
     """Which MCP clients may run which apps' tools: list, allow, deny and revoke decisions.
 
@@ -782,7 +784,7 @@ def _unknown_app_note(settings: Settings, app: str) -> None:
     click.echo(f"note: no app {app!r} is installed here; the decision is kept for when it is", err=True)
 
 
-@consent.command("list")
+@consent.command("list", short_help="List decisions, pending requests and the config's policy.")
 @click.option("--json", "as_json", is_flag=True, help="Print decisions, pending requests and the policy as JSON.")
 @click.pass_context
 def consent_list(ctx: click.Context, as_json: bool) -> None:
@@ -854,7 +856,7 @@ def _store_decision(ctx: click.Context, decision: str, app: str, caller: str | N
 _CALLER_HELP = "The MCP client's name (its clientInfo.name, shown in CONSENT_REQUIRED); none means any caller."
 
 
-@consent.command("allow")
+@consent.command("allow", short_help="Let a caller run an app's tools without asking.")
 @click.argument("app")
 @click.option("--caller", help=_CALLER_HELP)
 @click.option("--tool", help="One tool of APP; none means every tool of APP.")
@@ -864,7 +866,7 @@ def consent_allow(ctx: click.Context, app: str, caller: str | None, tool: str | 
     _store_decision(ctx, "allow", app, caller, tool)
 
 
-@consent.command("deny")
+@consent.command("deny", short_help="Refuse a caller an app's tools without asking.")
 @click.argument("app")
 @click.option("--caller", help=_CALLER_HELP)
 @click.option("--tool", help="One tool of APP; none means every tool of APP.")
@@ -874,7 +876,7 @@ def consent_deny(ctx: click.Context, app: str, caller: str | None, tool: str | N
     _store_decision(ctx, "deny", app, caller, tool)
 
 
-@consent.command("revoke")
+@consent.command("revoke", short_help="Remove a decision, by --id or by APP, --caller and --tool.")
 @click.argument("app", required=False)
 @click.option("--caller", help="The caller the decision names; none means the any-caller decision.")
 @click.option("--tool", help="The tool the decision names; none means the whole-app decision.")
