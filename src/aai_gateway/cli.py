@@ -247,6 +247,17 @@ def _linux_only(settings: Settings, what: str) -> None:
         )
 
 
+def _bus_note(settings: Settings) -> None:
+    """Say which session bus a command uses when DBUS_SESSION_BUS_ADDRESS is unset and the quick start's is."""
+    recorded = settings.session_bus
+    if recorded is not None and recorded.usable:
+        click.echo(
+            f"note: DBUS_SESSION_BUS_ADDRESS is not set: using {recorded.describe()}; "
+            f"`. {recorded.file}` sets it in your shell",
+            err=True,
+        )
+
+
 def _discover(settings: Settings, as_json: bool) -> None:
     if settings.platform == "macos":
         _discover_macos(settings, as_json)
@@ -258,8 +269,9 @@ def _discover(settings: Settings, as_json: bool) -> None:
         _fail(f"--discover finds apps on linux, macos and windows; this platform is {settings.platform}", 1)
     from aai_gateway.discovery import dbus_services
 
+    _bus_note(settings)
     try:
-        services = asyncio.run(dbus_services.list_services(apps=scan(settings).apps.values()))
+        services = asyncio.run(dbus_services.list_services(apps=scan(settings).apps.values(), settings=settings))
     except AaiError as exc:
         _fail(str(exc), 1)
     if as_json:
@@ -272,14 +284,17 @@ def _generate(settings: Settings, bus_name: str, fmt: str, out: Path | None, app
     _linux_only(settings, "--generate")
     from aai_gateway.discovery import dbus_services, generate
 
+    _bus_note(settings)
     try:
-        tree = asyncio.run(dbus_services.introspect_service(bus_name))
+        tree = asyncio.run(dbus_services.introspect_service(bus_name, settings=settings))
         generated = generate.generate(bus_name, tree.objects, fmt=fmt, app_id=app_id)
     except (AaiError, ValueError) as exc:
         _fail(str(exc), 1)
     _write_generated(generated.document, out)
     for note in (*generated.notes, *([tree.error] if tree.error else [])):
         click.echo(f"note: {note}", err=True)
+    if tree.started is not None:
+        click.echo(f"note: {tree.started.note()}", err=True)
     where = f"wrote {out}" if out else "generated"
     click.echo(f"{where}: {generated.app_id}, {generated.tool_count} tools from {bus_name}", err=True)
 
@@ -496,9 +511,7 @@ def _history_store(ctx: click.Context) -> HistoryStore:
     return HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
 
 
-@main.group(
-    invoke_without_command=True, short_help="List the calls the gateway ran; `history show ID` prints one."
-)
+@main.group(invoke_without_command=True, short_help="List the calls the gateway ran; `history show ID` prints one.")
 @click.option("--app", help="Only calls to this app id.")
 @click.option("--tool", help="Only calls of this tool.")
 @click.option("--status", type=click.Choice(STATUSES), help="Only calls that succeeded, or that failed.")
