@@ -291,7 +291,7 @@ def config_key(name: str) -> str:
     return group + head + "".join(p.capitalize() for p in rest)
 
 
-HIDDEN = {"sources", "apps", "config_file", "home", "cache_dir"}
+HIDDEN = {"sources", "apps", "config_file", "home", "cache_dir", "session_bus"}
 
 
 def settings_rows(settings: Settings) -> list[dict[str, str]]:
