@@ -193,7 +193,7 @@ class Mpv:
                 "--idle=yes",
                 "--no-video",
                 "--ao=null",
-                "--no-config",
+                "--no-config",  # also keeps mpv from loading /etc/mpv/scripts, so the plugin loads once
                 "--no-terminal",
                 f"--script={self.PLUGIN}",
                 f"--input-ipc-server={self.socket_path}",

@@ -262,6 +262,17 @@ def _linux_only(settings: Settings, what: str) -> None:
         )
 
 
+def _bus_note(settings: Settings) -> None:
+    """Say which session bus a command uses when DBUS_SESSION_BUS_ADDRESS is unset and the quick start's is."""
+    recorded = settings.session_bus
+    if recorded is not None and recorded.usable:
+        click.echo(
+            f"note: DBUS_SESSION_BUS_ADDRESS is not set: using {recorded.describe()}; "
+            f"`. {recorded.file}` sets it in your shell",
+            err=True,
+        )
+
+
 def _discover(settings: Settings, as_json: bool) -> None:
     if settings.platform == "macos":
         _discover_macos(settings, as_json)
@@ -273,8 +284,9 @@ def _discover(settings: Settings, as_json: bool) -> None:
         _fail(f"--discover finds apps on linux, macos and windows; this platform is {settings.platform}", 1)
     from aai_gateway.discovery import dbus_services
 
+    _bus_note(settings)
     try:
-        services = asyncio.run(dbus_services.list_services(apps=scan(settings).apps.values()))
+        services = asyncio.run(dbus_services.list_services(apps=scan(settings).apps.values(), settings=settings))
     except AaiError as exc:
         _fail(str(exc), 1)
     if as_json:
@@ -287,14 +299,17 @@ def _generate(settings: Settings, bus_name: str, fmt: str, out: Path | None, app
     _linux_only(settings, "--generate")
     from aai_gateway.discovery import dbus_services, generate
 
+    _bus_note(settings)
     try:
-        tree = asyncio.run(dbus_services.introspect_service(bus_name))
+        tree = asyncio.run(dbus_services.introspect_service(bus_name, settings=settings))
         generated = generate.generate(bus_name, tree.objects, fmt=fmt, app_id=app_id)
     except (AaiError, ValueError) as exc:
         _fail(str(exc), 1)
     _write_generated(generated.document, out)
     for note in (*generated.notes, *([tree.error] if tree.error else [])):
         click.echo(f"note: {note}", err=True)
+    if tree.started is not None:
+        click.echo(f"note: {tree.started.note()}", err=True)
     where = f"wrote {out}" if out else "generated"
     click.echo(f"{where}: {generated.app_id}, {generated.tool_count} tools from {bus_name}", err=True)
 
@@ -402,7 +417,7 @@ def _descriptor_files(path: Path) -> Iterator[Path]:
     yield from nested or loose or [path]
 
 
-@main.command()
+@main.command(short_help="Check descriptor files or folders; exit 1 if any is invalid.")
 @click.argument("paths_", metavar="PATH...", nargs=-1, required=True, type=click.Path(path_type=Path, readable=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @click.pass_context
@@ -435,7 +450,7 @@ def _loaded_json(result: Loaded) -> dict[str, Any]:
     }
 
 
-@main.command()
+@main.command(short_help="List the apps the gateway serves on this platform.")
 @click.option("--json", "as_json", is_flag=True, help="Print the apps as JSON.")
 @click.pass_context
 def apps(ctx: click.Context, as_json: bool) -> None:
@@ -449,7 +464,7 @@ def apps(ctx: click.Context, as_json: bool) -> None:
         click.echo(_app_line(app, settings.platform))
 
 
-@main.command()
+@main.command(short_help="Print an app's operation guide, as agents see it.")
 @click.argument("app")
 @click.pass_context
 def guide(ctx: click.Context, app: str) -> None:
@@ -461,7 +476,7 @@ def guide(ctx: click.Context, app: str) -> None:
         _fail(str(exc), 1)
 
 
-@main.command()
+@main.command(short_help="Run one tool of an app and print its result.")
 @click.argument("app")
 @click.argument("tool")
 @click.argument("args", required=False, default="{}")
@@ -511,7 +526,7 @@ def _history_store(ctx: click.Context) -> HistoryStore:
     return HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
 
 
-@main.group(invoke_without_command=True)
+@main.group(invoke_without_command=True, short_help="List the calls the gateway ran; `history show ID` prints one.")
 @click.option("--app", help="Only calls to this app id.")
 @click.option("--tool", help="Only calls of this tool.")
 @click.option("--status", type=click.Choice(STATUSES), help="Only calls that succeeded, or that failed.")
@@ -579,7 +594,7 @@ def _history_row(record: Record) -> tuple[str, ...]:
     )
 
 
-@history.command("show")
+@history.command("show", short_help="Print one call whole: arguments, outcome and result.")
 @click.argument("call_id", metavar="CALL_ID")
 @click.option("--json", "as_json", is_flag=True, help="Print the record as JSON.")
 @click.pass_context
@@ -623,7 +638,7 @@ def _printable(text: str) -> str:
 # auth: sign in to web apps, sign out, status. The secret store and OAuth live in aai_gateway.auth.
 
 
-@main.group()
+@main.group(short_help="Sign in to web apps (OAuth 2), sign out, show the status.")
 def auth() -> None:
     """Sign in to web apps (OAuth 2 with PKCE), sign out, and show the sign-in status."""
 
@@ -672,7 +687,7 @@ def _status_line(status: AuthStatus) -> str:
     return head + "; ".join(parts)
 
 
-@auth.command("login")
+@auth.command("login", short_help="Sign in to APP in the browser; tokens go to the OS keyring.")
 @click.argument("app")
 @click.option("--no-browser", is_flag=True, help="Only print the sign-in URL; do not open a browser.")
 @click.option(
@@ -715,7 +730,7 @@ def auth_login(ctx: click.Context, app: str, no_browser: bool, timeout: float) -
     click.echo(f"Signed in to {web.site} for {app}{scopes}. Tokens stored in: {status.store}")
 
 
-@auth.command("logout")
+@auth.command("logout", short_help="Sign out of APP: delete its stored tokens.")
 @click.argument("app")
 @click.pass_context
 def auth_logout(ctx: click.Context, app: str) -> None:
@@ -737,7 +752,7 @@ def auth_logout(ctx: click.Context, app: str) -> None:
         click.echo(f"Not signed in to {web.site} for {app}; nothing to delete.")
 
 
-@auth.command("status")
+@auth.command("status", short_help="Show the sign-in status of APP or of every OAuth 2 app.")
 @click.argument("app", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 @click.pass_context
@@ -813,7 +828,7 @@ def token(ctx: click.Context, rotate: bool) -> None:
 # consent: which MCP clients may run which apps' tools. Decisions live in aai_gateway.consent.
 
 
-@main.group()
+@main.group(short_help="Allow, deny, list and revoke which clients may run which tools.")
 def consent() -> None:
     """Which MCP clients may run which apps' tools: list, allow, deny and revoke decisions.
 
@@ -834,7 +849,7 @@ def _unknown_app_note(settings: Settings, app: str) -> None:
     click.echo(f"note: no app {app!r} is installed here; the decision is kept for when it is", err=True)
 
 
-@consent.command("list")
+@consent.command("list", short_help="List decisions, pending requests and the config's policy.")
 @click.option("--json", "as_json", is_flag=True, help="Print decisions, pending requests and the policy as JSON.")
 @click.pass_context
 def consent_list(ctx: click.Context, as_json: bool) -> None:
@@ -906,7 +921,7 @@ def _store_decision(ctx: click.Context, decision: str, app: str, caller: str | N
 _CALLER_HELP = "The MCP client's name (its clientInfo.name, shown in CONSENT_REQUIRED); none means any caller."
 
 
-@consent.command("allow")
+@consent.command("allow", short_help="Let a caller run an app's tools without asking.")
 @click.argument("app")
 @click.option("--caller", help=_CALLER_HELP)
 @click.option("--tool", help="One tool of APP; none means every tool of APP.")
@@ -916,7 +931,7 @@ def consent_allow(ctx: click.Context, app: str, caller: str | None, tool: str | 
     _store_decision(ctx, "allow", app, caller, tool)
 
 
-@consent.command("deny")
+@consent.command("deny", short_help="Refuse a caller an app's tools without asking.")
 @click.argument("app")
 @click.option("--caller", help=_CALLER_HELP)
 @click.option("--tool", help="One tool of APP; none means every tool of APP.")
@@ -926,7 +941,7 @@ def consent_deny(ctx: click.Context, app: str, caller: str | None, tool: str | N
     _store_decision(ctx, "deny", app, caller, tool)
 
 
-@consent.command("revoke")
+@consent.command("revoke", short_help="Remove a decision, by --id or by APP, --caller and --tool.")
 @click.argument("app", required=False)
 @click.option("--caller", help="The caller the decision names; none means the any-caller decision.")
 @click.option("--tool", help="The tool the decision names; none means the whole-app decision.")

@@ -19,6 +19,7 @@ from jsonschema import Draft7Validator
 from aai_gateway import paths
 from aai_gateway.errors import ConfigError
 from aai_gateway.problems import describe, pointer
+from aai_gateway.session_bus import RecordedBus, recorded
 
 DEFAULT_SCAN_PATH = "~/.aai"
 
@@ -109,6 +110,8 @@ class Settings:
     cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "aai-gateway")
     aai_home: Path = field(default_factory=lambda: Path.home() / ".aai")
     home: Path = field(default_factory=Path.home)
+    session_bus: RecordedBus | None = None
+    """The session bus scripts/quickstart recorded, when DBUS_SESSION_BUS_ADDRESS is unset (used if usable)."""
     config_file: Path | None = None
     """The file the settings came from, or None when defaults were used."""
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -305,6 +308,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         cache_dir=paths.cache_dir(env),
         aai_home=home,
         home=paths.home(env),
+        session_bus=recorded(env),
         config_file=path if data or path.exists() else None,
         sources=sources,
     )

@@ -42,6 +42,14 @@ def cache_dir(env: Mapping[str, str]) -> Path:
     return (Path(base) if base else home(env) / ".cache") / "aai-gateway"
 
 
+SESSION_BUS_FILE = "session-bus"
+"""In the AAI home: the session bus scripts/quickstart started (see session_bus.py)."""
+
+
+def session_bus_file(env: Mapping[str, str]) -> Path:
+    return aai_home(env) / SESSION_BUS_FILE
+
+
 def log_dir(env: Mapping[str, str]) -> Path:
     return aai_home(env) / "logs"
 

@@ -203,14 +203,37 @@ async def test_generated_echo_descriptors_drive_the_app(bus: Bus, echo_app: None
         assert json.loads(described) == {"name": "n", "count": 3, "ratio": 0.5, "flag": True, "tags": ["t"]}
 
 
-async def test_generate_starts_an_activatable_service(activation_bus: tuple[Bus, Path], tmp_path: Path) -> None:
+async def test_generate_starts_an_activatable_service_and_stops_it_again(
+    activation_bus: tuple[Bus, Path], tmp_path: Path
+) -> None:
     bus, _ = activation_bus
     env = env_for(bus, tmp_path / "home")
+    out = tmp_path / "activated.json"
+    generated = gateway(env, "--generate", "dev.aai.Activated", "--out", str(out))
+    assert generated.returncode == 0, generated.stderr
+    started = [line for line in generated.stderr.splitlines() if "was started to read its interface" in line]
+    assert len(started) == 1, generated.stderr
+    assert started[0].startswith("note: dev.aai.Activated was started to read its interface and has been stopped again")
+    assert not bus.has_owner("dev.aai.Activated")
+    assert json.loads(out.read_text())["platforms"]["linux"]["service"] == "dev.aai.Activated"
+
     app = generate_and_install(env, tmp_path, "dev.aai.Activated")
     assert app == "dev.aai.activated"
-    assert bus.has_owner("dev.aai.Activated")
     async with stdio_session(env, tmp_path / "stderr.log") as session:
-        assert await run(session, app, "echo", {"text": "woken"}) == "woken"
+        assert await run(session, app, "echo", {"text": "woken"}) == "woken"  # the gateway starts it to call it
+    assert bus.has_owner("dev.aai.Activated")
+
+
+async def test_generate_leaves_a_service_that_was_running_alone(
+    activation_bus: tuple[Bus, Path], tmp_path: Path
+) -> None:
+    bus, _ = activation_bus
+    env = env_for(bus, tmp_path / "home")
+    with running(start_app([*ECHO, "--name", "dev.aai.Activated"], bus.env())) as echo:
+        generated = gateway(env, "--generate", "dev.aai.Activated")
+        assert generated.returncode == 0, generated.stderr
+        assert "was started to read its interface" not in generated.stderr
+        assert bus.owner_pid("dev.aai.Activated") == echo.pid
 
 
 async def test_generated_mpv_descriptor_drives_mpv(bus: Bus, mpv: Mpv, tmp_path: Path) -> None:

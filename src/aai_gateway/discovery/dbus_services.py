@@ -2,9 +2,11 @@
 
 `list_services` asks the bus for its names (ListNames, ListActivatableNames), skipping unique names
 (`:1.42`) and the bus itself, and introspects each running service recursively over its object
-paths. `introspect_service` does the same for one service, starting it first when it is activatable.
-Every walk is bounded (depth, number of objects, a timeout per call), and listing never starts a
-service: its messages carry NO_AUTOSTART.
+paths. `introspect_service` does the same for one service, starting it first when it is activatable
+and stopping it again afterwards (SIGTERM to the process that took the name, only if that process
+began after the request to start it; otherwise it is left running and the caller is told). Every
+walk is bounded (depth, number of objects, a timeout per call), and listing never starts a service:
+its messages carry NO_AUTOSTART.
 
 This module needs dbus-fast (Linux); it is imported only where DBus is used, never by the package.
 """
@@ -12,8 +14,13 @@ This module needs dbus-fast (Linux); it is imported only where DBus is used, nev
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import signal
+import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from dbus_fast import BusType, Message, MessageFlag, MessageType
@@ -22,6 +29,8 @@ from dbus_fast.errors import DBusFastError
 from dbus_fast.introspection import Node
 from dbus_fast.validators import is_bus_name_valid, is_object_path_valid
 
+from aai_gateway import paths, session_bus
+from aai_gateway.config import Settings
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.discovery.generate import is_standard
 from aai_gateway.errors import AppNotRunning, AutomationFailed, InvalidParams, Timeout
@@ -34,7 +43,31 @@ MAX_DEPTH = 6
 MAX_NODES = 200
 CALL_TIMEOUT = 2.0
 START_TIMEOUT = 30.0
+STOP_WAIT = 5.0
 PARALLEL = 8
+PROC = Path("/proc")
+START_REPLY_SUCCESS = 1
+"""StartServiceByName's answer when the bus itself started the service (2: it was running already)."""
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A service that reading its interface started by DBus activation, and whether it was stopped again."""
+
+    name: str
+    pid: int | None
+    stopped: bool
+    why: str = ""
+    """Why it was left running, when it was."""
+
+    def note(self) -> str:
+        pid = f" (pid {self.pid})" if self.pid else ""
+        if self.stopped:
+            return f"{self.name} was started to read its interface and has been stopped again{pid}"
+        why = f": {self.why}" if self.why else ""
+        return f"{self.name} was started to read its interface and is still running{pid}{why}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +80,8 @@ class Tree:
     """The walk stopped at a bound (depth or number of objects) with objects left unvisited."""
     error: str | None = None
     """Why the walk stopped early or found nothing, if it did."""
+    started: Started | None = None
+    """The service was not running and was started to be read (by `introspect_service`)."""
 
     def interfaces(self) -> dict[str, list[str]]:
         """The service's own interfaces (no org.freedesktop.DBus.*), each with the objects that have it."""
@@ -119,11 +154,21 @@ def described_by(apps: Iterable[Descriptor]) -> dict[str, tuple[str, ...]]:
     return {name: tuple(ids) for name, ids in found.items()}
 
 
-async def connect(bus_type: str = "session") -> MessageBus:
+async def connect(bus_type: str = "session", settings: Settings | None = None) -> MessageBus:
+    """The `bus_type` bus; with no DBUS_SESSION_BUS_ADDRESS, the session bus the quick start recorded."""
+    recorded = settings.session_bus if settings is not None and bus_type == "session" else None
+    address = recorded.address if recorded is not None and recorded.usable else None
     try:
-        return await MessageBus(bus_type=BusType.SYSTEM if bus_type == "system" else BusType.SESSION).connect()
+        bus = await MessageBus(
+            bus_address=address, bus_type=BusType.SYSTEM if bus_type == "system" else BusType.SESSION
+        ).connect()
     except Exception as exc:
-        raise AutomationFailed(f"cannot connect to the DBus {bus_type} bus: {exc}") from exc
+        home = settings.aai_home if settings is not None else paths.aai_home(paths.environ())
+        problem = session_bus.connect_problem(bus_type, exc, paths.environ(), recorded, home / paths.SESSION_BUS_FILE)
+        raise AutomationFailed(problem) from exc
+    if address is not None and recorded is not None:
+        log.info("DBUS_SESSION_BUS_ADDRESS is not set: using %s", recorded.describe())
+    return bus
 
 
 async def _call_bus(bus: MessageBus, member: str, signature: str = "", body: Iterable[Any] = ()) -> list[Any]:
@@ -205,9 +250,11 @@ async def walk(bus: MessageBus, service: str, *, max_depth: int = MAX_DEPTH, max
     return Tree(service, objects, truncated=cut or bool(queue), error=error)
 
 
-async def list_services(bus_type: str = "session", apps: Iterable[Descriptor] = ()) -> list[Service]:
+async def list_services(
+    bus_type: str = "session", apps: Iterable[Descriptor] = (), settings: Settings | None = None
+) -> list[Service]:
     """Every named service, running or activatable, with the interfaces of the running ones."""
-    bus = await connect(bus_type)
+    bus = await connect(bus_type, settings)
     try:
         try:
             [running] = await _call_bus(bus, "ListNames")
@@ -237,11 +284,12 @@ async def list_services(bus_type: str = "session", apps: Iterable[Descriptor] = 
     ]
 
 
-async def introspect_service(name: str, bus_type: str = "session") -> Tree:
-    """One service's objects; an activatable service that is not running is started first."""
+async def introspect_service(name: str, bus_type: str = "session", settings: Settings | None = None) -> Tree:
+    """One service's objects; an activatable service that is not running is started first, then stopped."""
     if not is_bus_name_valid(name) or name.startswith(":"):
         raise InvalidParams(f"'{name}' is not a well-known DBus bus name such as org.example.App")
-    bus = await connect(bus_type)
+    bus = await connect(bus_type, settings)
+    started: Started | None = None
     try:
         try:
             [running] = await _call_bus(bus, "NameHasOwner", "s", [name])
@@ -252,18 +300,25 @@ async def introspect_service(name: str, bus_type: str = "session") -> Tree:
                         f"{name} is not on the DBus {bus_type} bus and no service file can start it; "
                         "start the app and try again (aai-gateway --discover lists the names)"
                     )
-                await _start(bus, name)
+                asked = _boot_ticks()
+                if await _start(bus, name):
+                    started = await _owner_started(bus, name, asked)
         except TimeoutError:
             raise Timeout(f"the DBus {bus_type} bus did not answer within {CALL_TIMEOUT:g} s") from None
-        tree = await walk(bus, name)
+        try:
+            tree = await walk(bus, name)
+        finally:
+            if started is not None:
+                started = await _stop(bus, started)
     finally:
         bus.disconnect()
     if not tree.objects and tree.error:
         raise AutomationFailed(f"{name} could not be introspected: {tree.error}")
-    return tree
+    return replace(tree, started=started)
 
 
-async def _start(bus: MessageBus, name: str) -> None:
+async def _start(bus: MessageBus, name: str) -> bool:
+    """Start `name` by DBus activation; True when the bus started it, False when it was running already."""
     message = Message(
         destination=BUS_DAEMON,
         path=BUS_PATH,
@@ -280,3 +335,64 @@ async def _start(bus: MessageBus, name: str) -> None:
     if reply.message_type == MessageType.ERROR:
         detail = reply.body[0] if reply.body else reply.error_name
         raise AppNotRunning(f"{name} could not be started by DBus activation: {detail}")
+    return bool(reply.body and reply.body[0] == START_REPLY_SUCCESS)
+
+
+async def _owner_started(bus: MessageBus, name: str, asked: int | None) -> Started:
+    """Who took `name` after activation, and whether it is safe to stop: a process begun since `asked`."""
+    try:
+        [pid] = await _call_bus(bus, "GetConnectionUnixProcessID", "s", [name])
+    except AutomationFailed as exc:
+        return Started(name, None, stopped=False, why=f"its process is unknown ({exc.detail})")
+    began = _process_start_ticks(pid)
+    if pid == os.getpid() or asked is None or began is None or began + 1 < asked:
+        return Started(name, pid, stopped=False, why="that process was not started for this, so it is left alone")
+    return Started(name, pid, stopped=False)
+
+
+async def _stop(bus: MessageBus, started: Started) -> Started:
+    """SIGTERM the process activation started, and wait for it to leave the bus."""
+    if started.pid is None or started.why:
+        return started
+    try:
+        os.kill(started.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return replace(started, stopped=True)
+    except PermissionError:
+        return replace(started, why="it belongs to another user")
+    deadline = time.monotonic() + STOP_WAIT
+    delay = 0.01
+    while time.monotonic() < deadline:
+        try:
+            [owned] = await _call_bus(bus, "NameHasOwner", "s", [started.name])
+        except (AutomationFailed, TimeoutError):
+            break
+        if not owned:
+            return replace(started, stopped=True)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.2)
+    return replace(started, why=f"it did not leave the bus within {STOP_WAIT:g} s of SIGTERM")
+
+
+def _clock_ticks() -> int:
+    return os.sysconf("SC_CLK_TCK")
+
+
+def _boot_ticks() -> int | None:
+    """Now, in the clock ticks since boot that /proc/<pid>/stat gives a process's start in; None off Linux."""
+    if not hasattr(time, "CLOCK_BOOTTIME"):
+        return None
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * _clock_ticks())
+
+
+def _process_start_ticks(pid: int) -> int | None:
+    """When process `pid` began, in clock ticks since boot (field 22 of /proc/<pid>/stat); None if unknown."""
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    try:
+        return int(fields[19])  # fields after "pid (comm)" start at field 3, state
+    except (IndexError, ValueError):
+        return None

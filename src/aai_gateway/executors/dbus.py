@@ -21,7 +21,7 @@ from dbus_fast import BusType, Message, MessageType, Variant
 from dbus_fast.aio import MessageBus
 from dbus_fast.introspection import Node
 
-from aai_gateway import templates
+from aai_gateway import paths, session_bus, templates
 from aai_gateway.config import Settings
 from aai_gateway.errors import (
     AaiError,
@@ -45,6 +45,9 @@ DENIED = {
 }
 TIMED_OUT = {"org.freedesktop.DBus.Error.Timeout", "org.freedesktop.DBus.Error.TimedOut"}
 NO_REPLY = "org.freedesktop.DBus.Error.NoReply"
+SPAWN = "org.freedesktop.DBus.Error.Spawn."
+"""Errors of DBus activation: the bus tried to start the service and could not."""
+DIED = {SPAWN + "ChildExited", SPAWN + "ChildSignaled"}
 NO_INTROSPECTION = {
     "org.freedesktop.DBus.Error.UnknownMethod",
     "org.freedesktop.DBus.Error.UnknownInterface",
@@ -96,6 +99,8 @@ CLOSE_WAIT = 2.0
 
 class DbusExecutor:
     def __init__(self, settings: Settings | None = None) -> None:
+        self._recorded = settings.session_bus if settings else None
+        self._record = (settings.aai_home if settings else paths.aai_home(paths.environ())) / paths.SESSION_BUS_FILE
         self._buses: dict[str, MessageBus] = {}
         self._connecting: dict[str, asyncio.Future[MessageBus]] = {}
         self._nodes: dict[tuple[str, str, str], Node | None] = {}
@@ -168,10 +173,14 @@ class DbusExecutor:
 
     async def _connect(self, kind: str) -> MessageBus:
         bus_type = BusType.SYSTEM if kind == "system" else BusType.SESSION
+        recorded = self._recorded if kind == "session" and self._recorded and self._recorded.usable else None
         try:
-            bus = await MessageBus(bus_type=bus_type).connect()
+            bus = await MessageBus(bus_address=recorded.address if recorded else None, bus_type=bus_type).connect()
         except Exception as exc:
-            raise AutomationFailed(f"cannot connect to the DBus {kind} bus: {exc}") from exc
+            problem = session_bus.connect_problem(kind, exc, paths.environ(), self._recorded, self._record)
+            raise AutomationFailed(problem) from exc
+        if recorded is not None:
+            log.info("DBUS_SESSION_BUS_ADDRESS is not set: using %s", recorded.describe())
         self._buses[kind] = bus
         self._nodes.clear()
         return bus
@@ -208,6 +217,9 @@ class DbusExecutor:
         )
         if reply.message_type == MessageType.ERROR:
             log.debug("%s could not be started: %s %s", service, reply.error_name, reply.body)
+            name = reply.error_name or ""
+            if name.startswith(SPAWN):
+                raise AppNotRunning(activation_failed(service, name, str(reply.body[0]) if reply.body else ""))
             return False
         log.info("started %s by DBus activation", service)
         return True
@@ -339,6 +351,8 @@ def translate(error_name: str, text: str, target: Target) -> AaiError:
         return AppNotRunning(
             f"{target.service} is not on the {target.bus} bus and could not be started; start the app and try again"
         )
+    if error_name.startswith(SPAWN):
+        return AppNotRunning(activation_failed(target.service, error_name, text))
     if error_name in DENIED:
         return PermissionDenied(f"the {target.bus} bus refused {target}: {text}")
     if error_name in TIMED_OUT:
@@ -346,6 +360,22 @@ def translate(error_name: str, text: str, target: Target) -> AaiError:
     if error_name == NO_REPLY:
         return AppNotRunning(f"{target.service} left the bus before answering {target.member}: {text}")
     return AutomationFailed(f"{target} failed with {error_name}: {text}")
+
+
+def activation_failed(service: str, error_name: str, text: str) -> str:
+    """What to do when the bus could not start `service`: its program died at once, or could not be run."""
+    what = f"{service} could not be started by DBus activation ({text or error_name.removeprefix(SPAWN)})"
+    if error_name in DIED:
+        return (
+            f"{what}: its program died at once. Run the Exec= line of its service file (the one with Name={service} "
+            "under /usr/share/dbus-1/services) by hand to see why; a graphical program, such as "
+            "a notification server, needs a display: on a machine without one, start it yourself under Xvfb on "
+            "this bus (`xvfb-run -a <program> &`), or remove the app's descriptor"
+        )
+    return (
+        f"{what}: check the service file under /usr/share/dbus-1/services that names {service} "
+        "(is its program installed?), or remove the app's descriptor"
+    )
 
 
 def parse_output(body: list[Any], parser: str | None, target: Target) -> Any:
