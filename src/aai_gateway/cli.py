@@ -766,7 +766,8 @@ def consent() -> None:
     """Which MCP clients may run which apps' tools: list, allow, deny and revoke decisions.
 
     A decision names a caller (the MCP client's name; none means any caller), an app, and a tool
-    (none means every tool of the app). Running gateways see changes on their next call.
+    (none means every tool of the app; an allow for the whole app leaves out tools marked
+    destructive). Running gateways see changes on their next call.
     """
 
 
