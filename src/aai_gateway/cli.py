@@ -833,7 +833,8 @@ def consent() -> None:
     """Which MCP clients may run which apps' tools: list, allow, deny and revoke decisions.
 
     A decision names a caller (the MCP client's name; none means any caller), an app, and a tool
-    (none means every tool of the app). Running gateways see changes on their next call.
+    (none means every tool of the app; an allow for the whole app leaves out tools marked
+    destructive). Running gateways see changes on their next call.
     """
 
 
@@ -865,6 +866,7 @@ def consent_list(ctx: click.Context, as_json: bool) -> None:
             "decisions": [g.to_json() for g in decisions],
             "pending": [p.to_json() for p in pending],
             "default": settings.consent_default,
+            "readOnly": settings.consent_read_only,
             "rules": [
                 {k: v for k, v in (("caller", r.caller), ("app", r.app), ("tool", r.tool)) if v is not None}
                 | {"decision": r.decision}
@@ -889,7 +891,8 @@ def consent_list(ctx: click.Context, as_json: bool) -> None:
     if not pending:
         click.echo("  none")
     click.echo(
-        f"\nPolicy: consent.default {settings.consent_default!r}, {len(settings.consent_rules)} rule(s) in config"
+        f"\nPolicy: consent.default {settings.consent_default!r}, consent.readOnly {settings.consent_read_only!r}, "
+        f"{len(settings.consent_rules)} rule(s) in config"
     )
     for index, rule in enumerate(settings.consent_rules):
         who = f'caller "{rule.caller}"' if rule.caller else "any caller"
@@ -924,10 +927,12 @@ _CALLER_HELP = "The MCP client's name (its clientInfo.name, shown in CONSENT_REQ
 @consent.command("allow", short_help="Let a caller run an app's tools without asking.")
 @click.argument("app")
 @click.option("--caller", help=_CALLER_HELP)
-@click.option("--tool", help="One tool of APP; none means every tool of APP.")
+@click.option(
+    "--tool", help="One tool of APP; none means every tool of APP except those marked destructive, which need --tool."
+)
 @click.pass_context
 def consent_allow(ctx: click.Context, app: str, caller: str | None, tool: str | None) -> None:
-    """Let CALLER (or any caller) run TOOL (or every tool) of APP without asking."""
+    """Let CALLER (or any caller) run TOOL (or every tool not marked destructive) of APP without asking."""
     _store_decision(ctx, "allow", app, caller, tool)
 
 

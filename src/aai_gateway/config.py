@@ -103,6 +103,8 @@ class Settings:
     web_timeout: float = 30.0
     apps: Mapping[str, AppSettings] = field(default_factory=dict)
     consent_default: str = "ask"
+    consent_read_only: str = "ask"
+    """"allow": tools marked read-only need no question when no stored decision or rule decides."""
     consent_rules: tuple[ConsentRule, ...] = ()
     consent_wait_seconds: float = 0
     """How long a call that needs consent waits for a decision in the web UI (or the CLI) before it
@@ -303,6 +305,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         web_timeout=float(web.get("timeout", 30)),
         apps=apps,
         consent_default=consent.get("default", "ask"),
+        consent_read_only=consent.get("readOnly", "ask"),
         consent_rules=rules,
         consent_wait_seconds=float(consent.get("waitSeconds", 0)),
         cache_dir=paths.cache_dir(env),

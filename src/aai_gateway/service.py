@@ -231,6 +231,7 @@ class Gateway:
             trusted=caller.transport == "cli",
             ask=caller.ask,
             transport=caller.transport,
+            marks_trusted=site is None,  # a website's own read-only marks never skip a question
         )
         executor = self._executor(binding)
         app_settings = self.settings.apps.get(app.app_id)

@@ -12,7 +12,7 @@ import pytest
 from aai_gateway.config import ConsentRule, Settings
 from aai_gateway.consent import Answer, ConsentGate, Question, command
 from aai_gateway.consent.summary import summarize
-from aai_gateway.descriptor import Binding, Descriptor, Tool
+from aai_gateway.descriptor import Annotations, Binding, Descriptor, Tool
 from aai_gateway.descriptor.model import Name
 from aai_gateway.errors import ConsentRequired, PermissionDenied
 
@@ -223,3 +223,62 @@ async def test_without_the_ui_nothing_waits(tmp_path: Path) -> None:
     consent = gate(tmp_path, consent_wait_seconds=30)
     with pytest.raises(ConsentRequired):
         await consent.check("Cursor", APP, TOOL, {"title": "x"})
+
+
+READ = Tool("count_notes", "Count notes", {"type": "object"}, annotations=Annotations(read_only=True))
+WIPE = Tool("delete_note", "Delete a note", {"type": "object"}, annotations=Annotations(destructive=True))
+MARKED = Descriptor(
+    app_id="dev.aai.notes",
+    names=(Name("Notes"),),
+    description="notes",
+    bindings={"linux": Binding("linux", "dbus", (TOOL, READ, WIPE))},
+    shape="multi",
+)
+
+
+async def test_read_only_tools_run_unasked_when_config_says_so(tmp_path: Path) -> None:
+    consent = gate(tmp_path, consent_read_only="allow")
+    await consent.check("Claude", MARKED, READ, {})
+    with pytest.raises(ConsentRequired):
+        await consent.check("Claude", MARKED, TOOL, {})
+    with pytest.raises(ConsentRequired):  # a website's own marks do not skip the question
+        await consent.check("Claude", MARKED, READ, {}, app_key="https://evil.example", marks_trusted=False)
+    with pytest.raises(ConsentRequired):  # the default is to ask
+        await gate(tmp_path / "other").check("Claude", MARKED, READ, {})
+
+
+async def test_a_destructive_tool_is_asked_about_on_its_own(tmp_path: Path) -> None:
+    consent, user = gate(tmp_path), User(Answer.APP, Answer.APP, Answer.TOOL)
+    await consent.check("Claude", MARKED, TOOL, {}, ask=user)
+    await consent.check("Claude", MARKED, READ, {}, ask=user)  # covered by the answer for the app
+    assert len(user.questions) == 1
+    await consent.check("Claude", MARKED, WIPE, {"id": "n1"}, ask=user)  # not covered: asked, and it runs
+    assert len(user.questions) == 2
+    assert user.questions[1].destructive
+    assert user.questions[1].message().splitlines()[-1] == (
+        "Its app marks it destructive: it may delete or overwrite data. "
+        '"Always allow every tool of this app" does not cover it; "Always allow this tool" does.'
+    )
+    assert "destructive" not in user.questions[0].message()
+    await consent.check("Claude", MARKED, WIPE, {"id": "n2"}, ask=user)  # asked again, now kept for the tool
+    await consent.check("Claude", MARKED, WIPE, {"id": "n3"}, ask=user)
+    assert len(user.questions) == 3
+
+
+async def test_consent_required_for_a_destructive_tool_names_the_tool_allow(tmp_path: Path) -> None:
+    consent = gate(tmp_path)
+    consent.store.allow("dev.aai.notes", "Claude")
+    await consent.check("Claude", MARKED, TOOL, {})
+    with pytest.raises(ConsentRequired) as required:
+        await consent.check("Claude", MARKED, WIPE, {})
+    detail = required.value.detail
+    assert '`aai-gateway consent allow --caller "Claude" dev.aai.notes --tool delete_note`' in detail
+    assert "it is marked destructive, so an allow for every tool of dev.aai.notes does not cover it" in detail
+    (pending,) = consent.store.pending()
+    assert pending.destructive
+    consent.store.allow("dev.aai.notes", None)  # another whole-app allow leaves the request pending
+    assert consent.store.pending() == (pending,)
+    consent.store.decide(pending.id, Answer.APP)  # answering its own request runs that call once
+    await consent.check("Claude", MARKED, WIPE, {})
+    with pytest.raises(ConsentRequired):
+        await consent.check("Claude", MARKED, WIPE, {})

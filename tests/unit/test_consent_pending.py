@@ -56,6 +56,7 @@ def test_requests_are_listed_with_what_the_ui_shows(tmp_path: Path) -> None:
         "arguments": [["title", '"Milk"']],
         "created": again.created,
         "transport": "http",
+        "destructive": False,
     }
     assert store.pending_request(made.id) == listed
     assert store.pending_request("nope") is None

@@ -103,3 +103,75 @@ def test_the_command_line_is_allowed_unless_a_rule_or_decision_denies() -> None:
     assert mode([], RULES, "ask") == "deny"
     assert mode([grant("io.mpv", "deny", "cli")], (), "allow") == "deny"
     assert mode([grant("io.mpv", "allow", "cli", "stop")], RULES, "ask") == "allow"
+
+
+# Marks from the descriptor: consent.readOnly lets read-only tools run unasked when nothing more specific
+# decides; a whole-app allow never covers a destructive tool. Each row: stored decisions, rules,
+# (consent.default, consent.readOnly), how the tool is marked, (the verdict, what decided it).
+APP_ALLOW = grant("a", "allow", "c")
+TOOL_ALLOW = grant("a", "allow", "c", "t")
+APP_DENY = grant("a", "deny", None)
+TOOL_ASK = ConsentRule(app="a", tool="t", decision="ask")
+APP_RULE = ConsentRule(app="a", decision="allow")
+DENY_RULE = ConsentRule(app="a", tool="t", decision="deny")
+
+
+@pytest.mark.parametrize(
+    ("grants", "rules", "policy", "marks", "expected"),
+    [
+        # consent.readOnly "allow": read-only tools run when no stored decision or rule decides ...
+        ([], (), ("ask", "allow"), "read_only", ("allow", 'consent.readOnly "allow"')),
+        ([], (), ("deny", "allow"), "read_only", ("allow", 'consent.readOnly "allow"')),
+        # ... others still follow consent.default
+        ([], (), ("ask", "allow"), "", ("ask", 'consent.default "ask"')),
+        ([], (), ("ask", "allow"), "destructive", ("ask", 'consent.default "ask"')),
+        # "ask" (the default) gives read-only tools no special treatment
+        ([], (), ("ask", "ask"), "read_only", ("ask", 'consent.default "ask"')),
+        ([], (), ("allow", "ask"), "read_only", ("allow", 'consent.default "allow"')),
+        # stored decisions and rules win over consent.readOnly, whatever they say
+        ([APP_DENY], (), ("ask", "allow"), "read_only", ("deny", "stored decision")),
+        ([], (DENY_RULE,), ("ask", "allow"), "read_only", ("deny", "consent.rules[0]")),
+        ([], (TOOL_ASK,), ("ask", "allow"), "read_only", ("ask", "consent.rules[0]")),
+        # a whole-app allow does not cover a destructive tool; a decision naming the tool does
+        ([APP_ALLOW], (), ("ask", "ask"), "", ("allow", "stored decision")),
+        ([APP_ALLOW], (), ("ask", "ask"), "destructive", ("ask", 'consent.default "ask"')),
+        ([APP_ALLOW, TOOL_ALLOW], (), ("ask", "ask"), "destructive", ("allow", "stored decision")),
+        ([APP_ALLOW], (), ("deny", "ask"), "destructive", ("deny", 'consent.default "deny"')),
+        # a deny covers it whatever its scope; rules and the default allow it as written
+        ([APP_DENY, TOOL_ALLOW], (), ("ask", "ask"), "destructive", ("deny", "stored decision")),
+        ([APP_ALLOW], (APP_RULE,), ("ask", "ask"), "destructive", ("allow", "consent.rules[0]")),
+        ([APP_ALLOW], (), ("allow", "ask"), "destructive", ("allow", 'consent.default "allow"')),
+    ],
+)
+def test_marks_take_their_place_in_the_precedence(
+    grants: list[Grant],
+    rules: tuple[ConsentRule, ...],
+    policy: tuple[str, str],
+    marks: str,
+    expected: tuple[str, str],
+) -> None:
+    (default, read_only_default), (mode, why) = policy, expected
+    verdict = decide(
+        grants,
+        rules,
+        default,
+        caller="c",
+        app="a",
+        tool="t",
+        read_only=marks == "read_only",
+        destructive=marks == "destructive",
+        read_only_default=read_only_default,
+    )
+    assert (verdict.mode, why in verdict.why) == (mode, True), verdict.why
+
+
+def test_the_command_line_runs_destructive_tools_unless_denied() -> None:
+    assert decide([], (), "ask", caller="cli", app="a", tool="t", trusted=True, destructive=True).mode == "allow"
+    denied = decide([APP_DENY], (), "ask", caller="cli", app="a", tool="t", trusted=True, destructive=True)
+    assert denied.mode == "deny"
+
+
+def test_a_whole_app_allow_says_what_it_leaves_out() -> None:
+    assert APP_ALLOW.scope == 'caller "c", every tool of a not marked destructive'
+    assert APP_DENY.scope == "any caller, every tool of a"
+    assert TOOL_ALLOW.scope == 'caller "c", a:t'

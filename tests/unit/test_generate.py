@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from dbus_fast.introspection import Node
@@ -13,7 +13,7 @@ from aai_gateway.config import load_settings
 from aai_gateway.descriptor.validate import check_document
 from aai_gateway.discovery import scan
 from aai_gateway.discovery.dbus_services import described_by
-from aai_gateway.discovery.generate import APP_ID, app_id_for, generate, schema_for, snake
+from aai_gateway.discovery.generate import APP_ID, Operation, annotations_for, app_id_for, generate, schema_for, snake
 from tests.support import TEST_APPS, install_descriptor
 
 HEAD = '<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN" ' + (
@@ -195,6 +195,7 @@ def test_echo_service_becomes_a_valid_format_a_descriptor() -> None:
         "description": "Reads the DBus property dev.aai.Echo.Label (a string).",
         "parameters": {"type": "object", "properties": {}},
         "returns": {"type": "string"},
+        "annotations": {"readOnlyHint": True},
         "property": "Label",
         "access": "get",
     }
@@ -203,6 +204,7 @@ def test_echo_service_becomes_a_valid_format_a_descriptor() -> None:
         "name": "set_volume",
         "description": "Sets the DBus property dev.aai.Echo.Volume (a number).",
         "parameters": {"type": "object", "properties": {"volume": {"type": "number"}}, "required": ["volume"]},
+        "annotations": {"idempotentHint": True},
         "property": "Volume",
         "access": "set",
     }
@@ -232,12 +234,37 @@ def test_format_c_puts_the_dbus_target_under_execution() -> None:
     assert tools["echo"]["execution"] == {"method": "Echo"}
     assert tools["set_volume"]["execution"] == {"property": "Volume", "access": "set"}
     assert tools["execute"]["execution"] == {"method": "Execute", "interface": "com.aai.Executor"}
+    assert tools["get_volume"]["annotations"] == {"readOnlyHint": True}
     loaded = check_document(doc, "echo.json")
     assert loaded.ok, loaded.problems
     assert loaded.descriptor is not None
     binding = loaded.descriptor.bindings["linux"]
     assert binding.automation == "dbus"
     assert binding.options == {"service": "dev.aai.Echo", "object": "/dev/aai/Echo", "interface": "dev.aai.Echo"}
+
+
+@pytest.mark.parametrize(
+    ("member", "kind", "hints"),
+    [
+        ("GetAll", "method", {"readOnlyHint": True}),
+        ("Get", "method", {"readOnlyHint": True}),
+        ("ListNames", "method", {"readOnlyHint": True}),
+        ("IsRunning", "method", {"readOnlyHint": True}),
+        ("HasOwner", "method", {"readOnlyHint": True}),
+        ("QueryInfo", "method", {"readOnlyHint": True}),
+        ("Getaway", "method", {}),  # a word that only starts like one
+        ("Issue", "method", {}),
+        ("Hash", "method", {}),
+        ("Listen", "method", {}),
+        ("SetVolume", "method", {}),
+        ("Delete", "method", {}),
+        ("Volume", "get", {"readOnlyHint": True}),
+        ("Volume", "set", {"idempotentHint": True}),
+    ],
+)
+def test_reading_members_are_marked_read_only(member: str, kind: Literal["method", "get", "set"], hints: Any) -> None:
+    op = Operation("/", "org.example.App", member, kind, "", {"type": "object", "properties": {}})
+    assert annotations_for(op) == hints
 
 
 PLAYER = """

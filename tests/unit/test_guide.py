@@ -6,11 +6,11 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from aai_gateway.descriptor.guide import catalogue_entry, guide
-from aai_gateway.descriptor.model import Binding, Descriptor, Name, Tool
+from aai_gateway.descriptor.guide import catalogue_entry, guide, hint_words
+from aai_gateway.descriptor.model import Annotations, Binding, Descriptor, Name, Tool
 from aai_gateway.descriptor.parameters import parameter_lines
 from aai_gateway.descriptor.validate import load
-from tests.support import ROOT
+from tests.support import EXAMPLES, ROOT
 from tests.unit.test_examples import parameter_schemas
 
 SEEDS = ROOT / "tests" / "golden" / "seeds"
@@ -95,3 +95,15 @@ def test_guide_renders_every_schema(schema: dict[str, Any]) -> None:
     top = [line for line in parameter_lines(schema) if line.startswith("- ")]
     assert [line.split(" (")[0][2:] for line in top] == list(schema["properties"])
     assert text.endswith("Use aai_exec tool to execute operations.\n")
+
+
+def test_each_operation_shows_the_hints_that_are_true_of_it() -> None:
+    app = load(EXAMPLES / "dev.aai.notes" / "aai.json").descriptor
+    assert app is not None
+    text = guide(app, "linux")
+    sections = {part.split("\n", 1)[0]: part for part in text.split("### ")[1:]}
+    assert "\n**Hints**: read-only\n\n**Parameters**" in sections["list_notes"]
+    assert "\n**Hints**: destructive, idempotent\n\n**Parameters**" in sections["delete_note"]
+    assert "**Hints**" not in sections["add_note"]  # destructiveHint false: nothing true to say
+    assert hint_words(Annotations(True, False, True, True)) == ["read-only", "idempotent", "open-world"]
+    assert hint_words(Annotations()) == []

@@ -263,7 +263,31 @@ def test_the_rest_servers_document_gives_a_valid_descriptor() -> None:
     names = [t["name"] for t in web["tools"]]
     assert names == ["list_tasks", "create_task", "get_task", "delete_task", "update_task", "put_echo_rest",
                      "secure_echo"]  # fmt: skip
-    assert not [p for p in check_document(generated.document, "-").problems if p.severity == "error"]
+    hints = {t["name"]: t.get("annotations") for t in web["tools"]}
+    assert hints["list_tasks"] == hints["get_task"] == {"readOnlyHint": True}
+    assert hints["delete_task"] == {"destructiveHint": True, "idempotentHint": True}
+    assert hints["create_task"] is None
+    loaded = check_document(generated.document, "-")
+    assert not [p for p in loaded.problems if p.severity == "error"]
+    assert loaded.descriptor is not None
+    listed = loaded.descriptor.bindings["web"].tool("list_tasks")
+    assert listed is not None
+    assert listed.read_only
+
+
+@pytest.mark.parametrize(
+    ("method", "hints"),
+    [
+        ("get", {"readOnlyHint": True}),
+        ("head", {"readOnlyHint": True}),
+        ("put", {"idempotentHint": True}),
+        ("delete", {"destructiveHint": True, "idempotentHint": True}),
+        ("post", None),
+        ("patch", None),
+    ],
+)
+def test_methods_give_the_hints_http_promises(method: str, hints: dict[str, bool] | None) -> None:
+    assert openapi.tool_for(method, "/tasks", {}, []).get("annotations") == hints
 
 
 def test_parse_refuses_non_json() -> None:

@@ -32,6 +32,7 @@ class Question:
     tool: str
     description: str
     arguments: tuple[tuple[str, str], ...]
+    destructive: bool = False
 
     def message(self) -> str:
         lines = [
@@ -40,7 +41,15 @@ class Question:
         ]
         if self.description:
             lines.append(f"What it does: {safe(self.description, 200)}")
+        if self.destructive:
+            lines.append(DESTRUCTIVE_NOTE)
         return "\n".join(lines)
+
+
+DESTRUCTIVE_NOTE = (
+    "Its app marks it destructive: it may delete or overwrite data. "
+    '"Always allow every tool of this app" does not cover it; "Always allow this tool" does.'
+)
 
 
 Ask = Callable[[Question], Awaitable[Answer | None]]
@@ -55,7 +64,16 @@ class ConsentGate:
         self.store = store or ConsentStore(settings.aai_home / CONSENT_FILE)
         self.ui_url: str | None = None
 
-    def verdict(self, caller: str, app: str, tool: str, *, trusted: bool = False) -> Verdict:
+    def verdict(
+        self,
+        caller: str,
+        app: str,
+        tool: str,
+        *,
+        trusted: bool = False,
+        read_only: bool = False,
+        destructive: bool = False,
+    ) -> Verdict:
         settings = self.settings
         return decide(
             self.store.decisions(),
@@ -65,6 +83,9 @@ class ConsentGate:
             app=app,
             tool=tool,
             trusted=trusted,
+            read_only=read_only,
+            destructive=destructive,
+            read_only_default=settings.consent_read_only,
         )
 
     async def check(
@@ -78,30 +99,54 @@ class ConsentGate:
         trusted: bool = False,
         ask: Ask | None = None,
         transport: str = "",
+        marks_trusted: bool = True,
     ) -> None:
         """Return when the call may run; raise PermissionDenied or ConsentRequired when it may not.
 
         Decisions are kept under `app_key`, by default the app's id (a discovered web app's is its site).
+        Without `marks_trusted` (a descriptor a website gave about itself), a read-only mark lets nothing
+        run unasked; a destructive mark is always heeded, since it only asks more.
         """
         app_id = app_key or app.app_id
-        verdict = self.verdict(caller, app_id, tool.name, trusted=trusted)
-        while verdict.grant is not None and verdict.grant.once and not self.store.use(verdict.grant.id):
-            verdict = self.verdict(caller, app_id, tool.name, trusted=trusted)  # another call used it first
-        if verdict.mode == "allow":
+        read_only, destructive = tool.read_only and marks_trusted, tool.destructive
+
+        def verdict() -> Verdict:
+            return self.verdict(
+                caller, app_id, tool.name, trusted=trusted, read_only=read_only, destructive=destructive
+            )
+
+        decided = verdict()
+        while decided.grant is not None and decided.grant.once and not self.store.use(decided.grant.id):
+            decided = verdict()  # another call used it first
+        if decided.mode == "allow":
             return
-        if verdict.mode == "deny":
-            raise PermissionDenied(self._refused(caller, app_id, tool.name, verdict))
+        if decided.mode == "deny":
+            raise PermissionDenied(self._refused(caller, app_id, tool.name, decided))
         arguments = summarize(args, tool.parameters)
         answer = None
         if ask is not None:
-            answer = await ask(Question(caller, app_id, app.name, tool.name, tool.description, arguments))
+            question = Question(caller, app_id, app.name, tool.name, tool.description, arguments, destructive)
+            answer = await ask(question)
         if answer is None:
-            request = self.store.ask_later(caller, app_id, tool.name, arguments, transport)
+            request = self.store.ask_later(caller, app_id, tool.name, arguments, transport, destructive=destructive)
             holds = ask is None and self.ui_url and self.settings.consent_wait_seconds > 0
-            if holds and await self._held(caller, app_id, tool.name, trusted):
-                await self.check(caller, app, tool, args, app_key=app_key, trusted=trusted, transport=transport)
+            if holds and await self._held(verdict):
+                await self.check(
+                    caller,
+                    app,
+                    tool,
+                    args,
+                    app_key=app_key,
+                    trusted=trusted,
+                    transport=transport,
+                    marks_trusted=marks_trusted,
+                )
                 return
-            raise ConsentRequired(self._how_to_approve(caller, app_id, tool.name, request.id, asked=ask is not None))
+            raise ConsentRequired(
+                self._how_to_approve(
+                    caller, app_id, tool.name, request.id, asked=ask is not None, destructive=destructive
+                )
+            )
         grant = self._keep(answer, caller, app_id, tool.name)
         if not answer.allows:
             kept = (
@@ -111,13 +156,13 @@ class ConsentGate:
             )
             raise PermissionDenied(f'the user refused "{safe(caller)}" running {app_id}:{tool.name}{kept}')
 
-    async def _held(self, caller: str, app: str, tool: str, trusted: bool) -> bool:
+    async def _held(self, verdict: Callable[[], Verdict]) -> bool:
         """Wait for someone to decide in the UI or with the CLI; True once a decision applies."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.consent_wait_seconds
         while loop.time() < deadline:
             await asyncio.sleep(min(HOLD_POLL, max(0.0, deadline - loop.time())))
-            if self.verdict(caller, app, tool, trusted=trusted).mode != "ask":
+            if verdict().mode != "ask":
                 return True
         return False
 
@@ -137,13 +182,19 @@ class ConsentGate:
         where = self.settings.config_file or self.settings.aai_home / "config.json"
         return f"{head}; change consent in {where}, or allow it with `{command('allow', caller, app, tool)}`"
 
-    def _how_to_approve(self, caller: str, app: str, tool: str, request_id: str, *, asked: bool) -> str:
+    def _how_to_approve(
+        self, caller: str, app: str, tool: str, request_id: str, *, asked: bool, destructive: bool = False
+    ) -> str:
         why = "the user gave no answer" if asked else "this client cannot ask the user (no MCP elicitation)"
         ui = f", or decide pending request {request_id} at {self.ui_url}" if self.ui_url else ""
+        scope = (
+            f"(it is marked destructive, so an allow for every tool of {app} does not cover it)"
+            if destructive
+            else f"(without --tool for every tool of {app})"
+        )
         return (
             f'"{safe(caller)}" needs the user\'s consent to run tool "{tool}" of {app}, and {why}. '
-            f"Approve it with `{command('allow', caller, app, tool)}` "
-            f"(without --tool for every tool of {app}){ui}, then call again."
+            f"Approve it with `{command('allow', caller, app, tool)}` {scope}{ui}, then call again."
         )
 
 

@@ -7,7 +7,7 @@ caller, app and tool asking again updates its request rather than adding one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,6 +28,8 @@ class PendingRequest:
     created: str
     """UTC, ISO 8601"""
     transport: str = ""
+    destructive: bool = False
+    """the tool is marked destructive, so a whole-app allow does not settle the request"""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -38,6 +40,7 @@ class PendingRequest:
             "arguments": [list(pair) for pair in self.arguments],
             "created": self.created,
             "transport": self.transport,
+            "destructive": self.destructive,
         }
 
     @classmethod
@@ -50,6 +53,7 @@ class PendingRequest:
             arguments=tuple((str(k), str(v)) for k, v in data.get("arguments", [])),
             created=str(data["created"]),
             transport=str(data.get("transport", "")),
+            destructive=data.get("destructive") is True,
         )
 
 
@@ -60,9 +64,7 @@ def remember(
     kept: list[PendingRequest] = []
     for old in fresh(pending, now):
         if (old.caller, old.app, old.tool) == (request.caller, request.app, request.tool):
-            request = PendingRequest(
-                old.id, request.caller, request.app, request.tool, request.arguments, request.created, request.transport
-            )
+            request = replace(request, id=old.id)
         else:
             kept.append(old)
     kept.append(request)
@@ -78,11 +80,14 @@ def covered(pending: tuple[PendingRequest, ...], grant: Grant) -> tuple[PendingR
     """The requests a new lasting decision does not settle."""
     if grant.once:
         return pending
-    return tuple(p for p in pending if not grant.matches(p.caller, p.app, p.tool))
+    return tuple(p for p in pending if not grant.covers(p.caller, p.app, p.tool, destructive=p.destructive))
 
 
 def grant_for(request: PendingRequest, answer: Answer, grant_id: str, created: str, source: str) -> Grant:
-    """The decision that settles `request` as answered: for its caller, and its tool or (APP) its whole app."""
+    """The decision `request` answered means: for its caller, and its tool or (APP) its whole app.
+
+    A whole-app allow does not cover a destructive tool: `store.decide` adds a one-time allow for the call
+    asked about, since the user did answer that question."""
     return Grant(
         id=grant_id,
         app=request.app,

@@ -1,8 +1,12 @@
-"""Who may run what: stored decisions, then config rules, then the default. Pure functions over values.
+"""Who may run what: stored decisions, then config rules, then the defaults. Pure functions over values.
 
 A stored decision (a `Grant`) names a caller (None: any caller), an app and a tool (None: the whole
 app). Among the stored decisions that match a call, a deny wins over an allow. When none matches, the
-first matching `consent.rules` entry decides, else `consent.default`.
+first matching `consent.rules` entry decides; else `consent.readOnly` for a tool marked read-only
+(when it says "allow"), else `consent.default`.
+
+A tool marked destructive is never allowed by a whole-app allow: only a decision naming the tool, a
+rule or the default can allow it, so the user is asked about it on its own.
 """
 
 from __future__ import annotations
@@ -66,6 +70,12 @@ class Grant:
             and (self.tool is None or self.tool == tool)
         )
 
+    def covers(self, caller: str, app: str, tool: str, *, destructive: bool = False) -> bool:
+        """Whether it decides this call: it matches, and it is not a whole-app allow of a destructive tool."""
+        if destructive and self.decision == "allow" and self.tool is None:
+            return False
+        return self.matches(caller, app, tool)
+
     def same_keys(self, caller: str | None, app: str, tool: str | None) -> bool:
         return (self.caller, self.app, self.tool) == (caller, app, tool)
 
@@ -86,6 +96,8 @@ class Grant:
         """Whom and what it is about, in words: 'caller "Claude", io.mpv:seek'."""
         who = f'caller "{self.caller}"' if self.caller is not None else "any caller"
         what = f"{self.app}:{self.tool}" if self.tool is not None else f"every tool of {self.app}"
+        if self.tool is None and self.decision == "allow":
+            what += " not marked destructive"
         return f"{who}, {what}"
 
 
@@ -106,9 +118,9 @@ def rule_matches(rule: ConsentRule, caller: str, app: str, tool: str) -> bool:
     )
 
 
-def stored(grants: Iterable[Grant], caller: str, app: str, tool: str) -> Grant | None:
+def stored(grants: Iterable[Grant], caller: str, app: str, tool: str, *, destructive: bool = False) -> Grant | None:
     """The stored decision for a call: a deny wins over an allow, and a lasting one is used before a one-time one."""
-    matching = [g for g in grants if g.matches(caller, app, tool)]
+    matching = [g for g in grants if g.covers(caller, app, tool, destructive=destructive)]
     return min(matching, key=lambda g: (g.decision != "deny", g.once), default=None)
 
 
@@ -121,12 +133,17 @@ def decide(
     app: str,
     tool: str,
     trusted: bool = False,
+    read_only: bool = False,
+    destructive: bool = False,
+    read_only_default: str = "ask",
 ) -> Verdict:
     """The verdict for `caller` running `app`'s `tool`.
 
     A `trusted` caller (the user at their own terminal) is allowed unless a stored decision or a rule denies.
+    `read_only` and `destructive` say how the tool is marked (for `read_only`, only where its marks are
+    trusted); `read_only_default` is `consent.readOnly`.
     """
-    grant = stored(grants, caller, app, tool)
+    grant = stored(grants, caller, app, tool, destructive=destructive)
     if grant is not None:
         kind = "one-time decision" if grant.once else "stored decision"
         return Verdict(grant.decision, f"the {kind} {grant.id} ({grant.scope})", grant)
@@ -138,6 +155,8 @@ def decide(
             return Verdict(mode, f"consent.rules[{index}] of the config")
     if trusted:
         return Verdict("allow", "the command line")
+    if read_only and read_only_default == "allow":
+        return Verdict("allow", 'consent.readOnly "allow" of the config (the tool is marked read-only)')
     return Verdict(_mode(default), f'consent.default "{default}" of the config')
 
 

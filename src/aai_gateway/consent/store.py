@@ -110,10 +110,17 @@ class ConsentStore:
         return self._mutate(change)
 
     def ask_later(
-        self, caller: str, app: str, tool: str, arguments: tuple[tuple[str, str], ...], transport: str = ""
+        self,
+        caller: str,
+        app: str,
+        tool: str,
+        arguments: tuple[tuple[str, str], ...],
+        transport: str = "",
+        *,
+        destructive: bool = False,
     ) -> PendingRequest:
         """Remember a call that needs a decision; the same caller, app and tool keep one request."""
-        request = PendingRequest(_new_id(), caller, app, tool, arguments, _stamp(), transport)
+        request = PendingRequest(_new_id(), caller, app, tool, arguments, _stamp(), transport, destructive)
 
         def change(state: State) -> tuple[State, PendingRequest]:
             kept, stored = pending_requests.remember(state.pending, request, _now())
@@ -130,6 +137,9 @@ class ConsentStore:
                 raise LookupError(f"no pending consent request {request_id}; it was decided or expired")
             grant = pending_requests.grant_for(request, answer, _new_id(), _stamp(), source)
             after = _with_grant(state, grant)
+            if request.destructive and answer is Answer.APP:
+                once = pending_requests.grant_for(request, Answer.ONCE, _new_id(), _stamp(), source)
+                after = _with_grant(after, once)
             return replace(after, pending=tuple(p for p in after.pending if p.id != request_id)), grant
 
         return self._mutate(change)

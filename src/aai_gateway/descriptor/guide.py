@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from aai_gateway.descriptor.examples import example_args
-from aai_gateway.descriptor.model import Binding, Descriptor, Tool
+from aai_gateway.descriptor.model import Annotations, Binding, Descriptor, Tool
 from aai_gateway.descriptor.parameters import parameter_lines
 
 AUTH_TEXT = {
@@ -110,6 +110,8 @@ def _operation(app_ref: str, binding: Binding, tool: Tool, exec_name: str) -> li
     lines = [f"### {tool.name}", ""]
     if tool.description:
         lines += [tool.description, ""]
+    if hints := hint_words(tool.annotations):
+        lines += [f"**Hints**: {', '.join(hints)}", ""]
     lines += ["**Parameters**:", ""]
     lines += parameter_lines(tool.parameters) or ["- none"]
     lines += [
@@ -123,6 +125,17 @@ def _operation(app_ref: str, binding: Binding, tool: Tool, exec_name: str) -> li
         "",
     ]
     return lines
+
+
+def hint_words(annotations: Annotations) -> list[str]:
+    """The annotations that are true of a tool, in words: `["read-only", "open-world"]`."""
+    given = (
+        ("read-only", annotations.read_only),
+        ("destructive", annotations.destructive),
+        ("idempotent", annotations.idempotent),
+        ("open-world", annotations.open_world),
+    )
+    return [word for word, value in given if value is True]
 
 
 def _js(value: Any) -> str:

@@ -21,6 +21,39 @@ class Name:
     """BCP-47 tag when the descriptor says it (shape C); pipe-separated names (shape B) carry none."""
 
 
+HINTS = {
+    "read_only": "readOnlyHint",
+    "destructive": "destructiveHint",
+    "idempotent": "idempotentHint",
+    "open_world": "openWorldHint",
+}
+"""The MCP tool annotations a descriptor may give (`annotations.readOnlyHint`, ...), by field name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Annotations:
+    """What a tool says of its effects, as MCP's tool annotations do; None where the descriptor says nothing.
+
+    They are hints from the descriptor's author: consent relies on `read_only` only where the user asks
+    it to (`consent.readOnly`), and `destructive` only ever makes consent stricter.
+    """
+
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any] | None) -> Annotations:
+        raw = raw or {}
+        return cls(**{name: raw.get(key) for name, key in HINTS.items()})
+
+    def to_json(self) -> dict[str, bool]:
+        """The hints given, under their MCP names."""
+        given = {key: getattr(self, name) for name, key in HINTS.items()}
+        return {key: value for key, value in given.items() if value is not None}
+
+
 @dataclass(frozen=True, slots=True)
 class Tool:
     name: str
@@ -30,6 +63,16 @@ class Tool:
     timeout: float | None = None
     """Seconds; None means the app's or the gateway's default."""
     options: Mapping[str, Any] = field(default_factory=dict)
+    annotations: Annotations = field(default_factory=Annotations)
+
+    @property
+    def read_only(self) -> bool:
+        return self.annotations.read_only is True
+
+    @property
+    def destructive(self) -> bool:
+        """Marked destructive (`destructiveHint: true`); only what the descriptor says, not MCP's default."""
+        return self.annotations.destructive is True
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +148,7 @@ class Descriptor:
                             "returns": _plain(t.returns),
                             "timeout": t.timeout,
                             "options": _plain(t.options),
+                            "annotations": t.annotations.to_json(),
                         }
                         for t in b.tools
                     ],

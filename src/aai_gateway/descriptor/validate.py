@@ -252,6 +252,15 @@ def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> lis
             problems.extend(_schema_problems(tool.get(key), [*at, key], source))
             if isinstance(tool.get("returns"), dict):
                 problems.extend(_schema_problems(tool["returns"], [*at, "returns"], source, root_object=False))
+            hints = tool.get("annotations") or {}
+            if hints.get("readOnlyHint") is True and hints.get("destructiveHint") is True:
+                problems.append(
+                    Problem(
+                        source,
+                        pointer([*at, "annotations"]),
+                        "a tool cannot be both read-only and destructive; drop one of readOnlyHint, destructiveHint",
+                    )
+                )
     name = doc["name"] if shape == "multi" else doc["app"]["name"]
     if isinstance(name, str) and not name.replace("|", "").strip():
         at = ["name"] if shape == "multi" else ["app", "name"]

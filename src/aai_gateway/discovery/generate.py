@@ -223,6 +223,20 @@ def property_operations(path: str, interface: Interface, prop: Property) -> list
     return found
 
 
+READING_METHOD = re.compile(r"^(Get|List|Is|Has|Query)(?![a-z])")
+"""Method names that plainly only read: `GetAll`, `ListNames`, `IsRunning`, `HasOwner`, `QueryInfo` (not `Getaway`)."""
+
+
+def annotations_for(op: Operation) -> dict[str, bool]:
+    """What the interface itself says of a tool's effects: property reads and plainly reading methods are
+    read-only, and writing a property twice has no further effect. Anything else is left to the author."""
+    if op.kind == "get" or (op.kind == "method" and READING_METHOD.match(op.member)):
+        return {"readOnlyHint": True}
+    if op.kind == "set":
+        return {"idempotentHint": True}
+    return {}
+
+
 def _depth(path: str) -> tuple[int, str]:
     return (0 if path == "/" else path.count("/"), path)
 
@@ -365,6 +379,8 @@ def _tool(op: Operation, name: str, path: str, interface: str, fmt: str) -> dict
     tool: dict[str, Any] = {"name": name, "description": op.description, "parameters": dict(op.parameters)}
     if op.returns is not None:
         tool["returns"] = dict(op.returns)
+    if hints := annotations_for(op):
+        tool["annotations"] = hints
     if fmt == "a":
         tool.update(target)
     else:

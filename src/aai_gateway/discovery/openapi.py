@@ -164,6 +164,17 @@ def _body(
     return None
 
 
+METHOD_HINTS: Mapping[str, Mapping[str, bool]] = {
+    "get": {"readOnlyHint": True},
+    "head": {"readOnlyHint": True},
+    "options": {"readOnlyHint": True},
+    "put": {"idempotentHint": True},
+    "delete": {"destructiveHint": True, "idempotentHint": True},
+}
+"""What HTTP itself promises of a method (RFC 9110 §9.2): safe methods only read; PUT and DELETE are
+idempotent; DELETE removes. POST and PATCH promise nothing, so they get no hints."""
+
+
 def tool_for(
     method: str, path: str, operation: Mapping[str, Any], shared: list[Any], notes: list[str] | None = None
 ) -> dict[str, Any]:
@@ -213,6 +224,8 @@ def tool_for(
         tool["headers"] = headers
     if body is not None:
         tool["body"] = body
+    if hints := METHOD_HINTS.get(method.lower()):
+        tool["annotations"] = dict(hints)
     return tool
 
 

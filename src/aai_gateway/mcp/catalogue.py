@@ -108,20 +108,51 @@ BATCH_OUTPUT_SCHEMA: dict[str, Any] = {
 }
 
 
+GUIDE_ANNOTATIONS: dict[str, Any] = {"readOnlyHint": True}
+"""An app entry only hands out the guide. Read-only implies idempotent and not destructive in MCP (those two
+hints count only when readOnlyHint is false), so one key says it all: it is repeated once per app."""
+DISCOVER_ANNOTATIONS: dict[str, Any] = {"title": "Discover a web app", "readOnlyHint": True, "openWorldHint": True}
+EXEC_ANNOTATIONS: dict[str, Any] = {"title": "Run an app operation", "destructiveHint": True, "openWorldHint": True}
+"""It runs whatever operation it is given, so it may change or delete things, in apps or on the web."""
+BATCH_ANNOTATIONS: dict[str, Any] = {**EXEC_ANNOTATIONS, "title": "Run app operations in a batch"}
+
+
 def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
-    """The guide model's tools: one guide entry per app, then discovery, exec and batch."""
+    """The guide model's tools: one guide entry per app, then discovery, exec and batch.
+
+    Keys follow the SDK's field order (annotations last), so both answer paths write the same bytes."""
     tools: list[dict[str, Any]] = [
-        {"name": names.guide(app.app_id), "description": catalogue_entry(app), "inputSchema": EMPTY_SCHEMA}
+        {
+            "name": names.guide(app.app_id),
+            "description": catalogue_entry(app),
+            "inputSchema": EMPTY_SCHEMA,
+            "annotations": GUIDE_ANNOTATIONS,
+        }
         for app in gateway.apps()
     ]
-    tools.append({"name": names.discover, "description": DISCOVER_DESCRIPTION, "inputSchema": DISCOVER_SCHEMA})
-    tools.append({"name": names.exec, "description": EXEC_DESCRIPTION, "inputSchema": EXEC_SCHEMA})
+    tools.append(
+        {
+            "name": names.discover,
+            "description": DISCOVER_DESCRIPTION,
+            "inputSchema": DISCOVER_SCHEMA,
+            "annotations": DISCOVER_ANNOTATIONS,
+        }
+    )
+    tools.append(
+        {
+            "name": names.exec,
+            "description": EXEC_DESCRIPTION,
+            "inputSchema": EXEC_SCHEMA,
+            "annotations": EXEC_ANNOTATIONS,
+        }
+    )
     tools.append(
         {
             "name": names.batch,
             "description": BATCH_DESCRIPTION,
             "inputSchema": batch_schema(names.style),
             "outputSchema": BATCH_OUTPUT_SCHEMA,
+            "annotations": BATCH_ANNOTATIONS,
         }
     )
     return tools

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aai_gateway.descriptor.model import Name, Tool
+from aai_gateway.descriptor.model import Annotations, Name, Tool
 
-TOOL_FIELDS = frozenset({"name", "description", "parameters", "returns", "timeout"})
+TOOL_FIELDS = frozenset({"name", "description", "parameters", "returns", "timeout", "annotations"})
 
 ENVELOPE = {"linux": "ipc", "macos": "apple-events", "windows": "com-ipc"}
 """Shapes B and C send one JSON envelope per call; what carries it depends on the platform."""
@@ -30,4 +30,5 @@ def make_tool(raw: Mapping[str, Any], extra: Mapping[str, Any] | None = None, *,
         returns=raw.get("returns"),
         timeout=None if timeout is None else float(timeout) * timeout_scale,
         options=options,
+        annotations=Annotations.from_json(raw.get("annotations")),
     )
