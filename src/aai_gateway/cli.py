@@ -788,7 +788,7 @@ def auth_status(ctx: click.Context, app: str | None, as_json: bool) -> None:
         click.echo("No app signs in with OAuth 2.")
 
 
-@main.command()
+@main.command(short_help="Print (or --rotate) the bearer token HTTP clients send to /mcp.")
 @click.option(
     "--rotate", is_flag=True, help="Replace the token with a new one; running gateways use it from their next request."
 )

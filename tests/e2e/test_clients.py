@@ -248,3 +248,22 @@ def test_the_mcp_inspector_cli_over_http(bus: Bus, echo_app: None, tmp_path: Pat
     env = env_of(bus, home_with_apps(tmp_path))
     with web_gateway(env, tmp_path / "stderr.log") as url:
         inspector_checks([url], env)
+
+
+async def test_tools_are_listed_in_the_same_order_every_time(bus: Bus, tmp_path: Path) -> None:
+    """Clients cache and diff listings: apps come in the order of their folders' names, then the fixed tools,
+    whatever order the folders were made in, in every session and over both transports."""
+    home = tmp_path / "home"
+    descriptor = json.loads((EXAMPLES / "dev.aai.notes" / "aai.json").read_text())
+    for app_id in ("org.zeta.app", "com.alpha.app", "net.mid-dle.app"):
+        (home / ".aai" / app_id).mkdir(parents=True)
+        (home / ".aai" / app_id / "aai.json").write_text(json.dumps({**descriptor, "appId": app_id}))
+    expected = ["app_com_alpha_app", "app_net_mid-dle_app", "app_org_zeta_app", "web_discover", "aai_exec", "aai_batch"]
+    env = env_of(bus, home)
+    for _ in range(2):
+        async with stdio_session(env, tmp_path / "stderr.log") as session:
+            assert [tool.name for tool in (await session.list_tools()).tools] == expected
+            assert [tool.name for tool in (await session.list_tools()).tools] == expected
+    with web_gateway(env, tmp_path / "stderr.log") as url:
+        async with http_session(url) as session:
+            assert [tool.name for tool in (await session.list_tools()).tools] == expected

@@ -298,6 +298,18 @@ async def test_beyond_loopback_with_a_token_from_the_environment(bus: Bus, echo_
         assert refusal(await refused(local, None))[:2] == (401, REALM)
         async with sdk_session(local, token) as session:
             assert text_of(await session.call_tool("aai_exec", ECHO)) == "from afar"
+        # A remote client names the gateway by an address of this machine (here a documentation address in
+        # Host): with the token it is served, however it names the gateway; without it, refused.
+        port = local.rsplit(":", 1)[1].split("/")[0]
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}", "Host": f"192.0.2.10:{port}"}) as client,
+            streamable_http_client(local, http_client=client) as (read, write),
+            ClientSession(read, write, client_info=types.Implementation(name=CALLER, version="1")) as session,
+        ):
+            await session.initialize()
+            assert text_of(await session.call_tool("aai_exec", ECHO)) == "from afar"
+        async with httpx2.AsyncClient(headers={"Host": f"192.0.2.10:{port}"}) as client:
+            assert (await client.post(local, json={})).status_code == 401
     assert_token_nowhere(token, home, stderr)
 
 

@@ -131,7 +131,7 @@ def test_a_token_from_the_environment_is_masked_and_never_shown(tmp_path: Path) 
     assert not bearer.accepts(token[:-1])
     assert not token_file(settings).exists(), "an environment token never writes the file"
     rows = {row["key"]: row["value"] for row in settings_rows(settings)}
-    assert (rows["mcpAuth"], rows["mcpToken"]) == ("remote", "MY_TOKEN")
+    assert (rows["mcpAuth"], rows["mcpToken"]) == ('"remote"', '"MY_TOKEN"')
     assert token not in json.dumps(rows), "the web UI's settings page names the variable, never its value"
 
 

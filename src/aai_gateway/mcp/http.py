@@ -57,11 +57,16 @@ LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
 
-def security(host: str) -> TransportSecuritySettings:
+def security(host: str, token_required: bool = False) -> TransportSecuritySettings:
     """Host and Origin checks against DNS rebinding, on whatever address the gateway listens.
 
-    On a wildcard address the names this machine answers to are allowed besides loopback.
+    On a wildcard address the names this machine answers to are allowed besides loopback. Where `/mcp`
+    requires a bearer token, a page that rebinds a name to the gateway cannot send it (and a browser
+    sends no cross-site Authorization header without a CORS answer the gateway never gives), so any Host
+    is served: remote clients reach the gateway by whatever address or name they know it by.
     """
+    if token_required:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     names = {host}
     if host in ("0.0.0.0", "::"):  # noqa: S104 - naming the wildcard, not binding to it
         names = {socket.gethostname(), socket.getfqdn()}
@@ -122,14 +127,16 @@ def mcp_endpoint(app: Starlette) -> ASGIApp:
     raise LookupError(f"the MCP app has no route for {MCP_PATH}")
 
 
-def build_app(server: GatewayServer, ui: Access | None = None, port: int | None = None) -> Starlette:
+def build_app(
+    server: GatewayServer, ui: Access | None = None, port: int | None = None, token_required: bool = False
+) -> Starlette:
     """MCP at /mcp, and the web UI at /ui when `ui` (its login token) is given and enableWebUI is on."""
     settings = server.gateway.settings
     app = server.server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         json_response=True,
         host=settings.http_host,
-        transport_security=security(settings.http_host),
+        transport_security=security(settings.http_host, token_required),
     )
     if ui is not None and settings.enable_web_ui:
 
@@ -151,10 +158,11 @@ def build_app(server: GatewayServer, ui: Access | None = None, port: int | None 
 def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None, bearer: Bearer | None = None) -> None:
     """Serve until interrupted, on an already listening socket; with `bearer`, `/mcp` requires its token."""
     server = GatewayServer(gateway, transport="http")
-    app = build_app(server, ui, sock.getsockname()[1])
+    app = build_app(server, ui, sock.getsockname()[1], token_required=bearer is not None)
     calls = None
     if gateway.settings.fast_http:
-        calls = HttpCalls(server, server.server.session_manager, security(gateway.settings.http_host))
+        checks = security(gateway.settings.http_host, token_required=bearer is not None)
+        calls = HttpCalls(server, server.server.session_manager, checks)
     # Everything beside /mcp (the UI, its redirects, 404s) answers only this gateway's own address.
     rest = SameSite(app, allowed_hosts(gateway.settings.http_host, sock.getsockname()[1]))
     front = McpFirst(rest, mcp_endpoint(app), calls, Gate(bearer))
