@@ -52,7 +52,7 @@ def row(name: str, times: list[float], base: float | None = None, base_name: str
 
 
 async def batch(session: ClientSession, calls: list[dict[str, Any]], **options: Any) -> None:
-    result = await session.call_tool("aai:batch", {"calls": calls, **options})
+    result = await session.call_tool("aai_batch", {"calls": calls, **options})
     report = result.structured_content
     assert isinstance(report, dict), result
     assert report["ok"] == len(calls), report
@@ -60,7 +60,7 @@ async def batch(session: ClientSession, calls: list[dict[str, Any]], **options: 
 
 async def serial(session: ClientSession, calls: list[dict[str, Any]]) -> None:
     for call in calls:
-        result = await session.call_tool("aai:exec", call)
+        result = await session.call_tool("aai_exec", call)
         assert not result.is_error, result
 
 

@@ -36,8 +36,8 @@ from tests.e2e.raw_client import raw_session
 from tests.support import TEST_APPS, Bus, echo_home, running, start_app
 
 ARGS = {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "hello"}}
-EXEC = ("aai:exec", ARGS)
-RAW_EXEC = {"name": "aai:exec", "arguments": ARGS}
+EXEC = ("aai_exec", ARGS)
+RAW_EXEC = {"name": "aai_exec", "arguments": ARGS}
 DIRECT = "direct dbus-fast call"
 RAW_CALLER = "bench-raw"
 IN_FLIGHT = 16

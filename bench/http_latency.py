@@ -82,7 +82,7 @@ async def raw_session(url: str) -> AsyncIterator[Any]:
         await post("notifications/initialized")
 
         async def call() -> Any:
-            reply = await post("tools/call", {"name": "aai:exec", "arguments": ARGS})
+            reply = await post("tools/call", {"name": "aai_exec", "arguments": ARGS})
             if "result" not in reply or reply["result"].get("isError"):
                 raise RuntimeError(f"aai:exec failed: {reply}")
             return reply
@@ -118,7 +118,7 @@ async def main(calls: int, warmup: int, rounds: int) -> None:
                     async with http_session(url) as session, raw_session(url) as raw:
                         for _ in range(rounds):
                             figures["direct"].append(statistics.median(await direct(bus.address, calls, warmup)))
-                            times = await measure(lambda: session.call_tool("aai:exec", ARGS), calls, warmup)
+                            times = await measure(lambda: session.call_tool("aai_exec", ARGS), calls, warmup)
                             figures["sdk"].append(statistics.median(times))
                             figures["raw"].append(statistics.median(await measure(raw, calls, warmup)))
                 base = figures["direct"]

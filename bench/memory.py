@@ -25,7 +25,7 @@ from bench.jsonlines import INITIALIZE, INITIALIZED, answer, send, spawn
 from tests.support import TEST_APPS, Bus, install_descriptor, running, start_app, stop
 
 IN_FLIGHT = 16
-CALL = {"name": "aai:exec", "arguments": {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "hello"}}}
+CALL = {"name": "aai_exec", "arguments": {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "hello"}}}
 BARE = "import mcp, pathlib; print(next(l for l in pathlib.Path('/proc/self/status').open() if l.startswith('VmRSS')))"
 
 

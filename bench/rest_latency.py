@@ -95,7 +95,7 @@ async def main(calls: int, warmup: int, rounds: int) -> None:
             for _ in range(rounds):
                 figures["direct"].append(statistics.median(await direct(base_url, calls, warmup)))
                 figures["executor"].append(statistics.median(await executor(work / "home", base_url, calls, warmup)))
-                times = await measure(lambda: session.call_tool("aai:exec", ARGS), calls, warmup)
+                times = await measure(lambda: session.call_tool("aai_exec", ARGS), calls, warmup)
                 figures["stdio"].append(statistics.median(times))
         base = figures["direct"]
         print(f"{rounds} rounds of {calls} calls each after {warmup} warm-up calls; POST to rest_server.py's echo\n")
