@@ -16,10 +16,12 @@ import subprocess
 import sys
 import time
 import wave
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -78,6 +80,22 @@ def wait_until(condition: Any, timeout: float, what: str) -> None:
             raise TimeoutError(f"{what} did not happen within {timeout} s")
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
+
+
+async def until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """`wait_until` for async tests: `condition` runs in a worker thread, so the event loop goes on meanwhile."""
+    delay = 0.005
+    with anyio.move_on_after(timeout):
+        while not await anyio.to_thread.run_sync(condition):
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 0.1)
+        return
+    raise TimeoutError(f"{what} did not happen within {timeout} s")
+
+
+async def until_echo_called(bus: Bus, past: int, name: str = "dev.aai.Echo") -> None:
+    """Until the echo app owning `name` has received more than `past` calls: the next call is running in it."""
+    await until(lambda: bus.echo_calls(name) > past, 20, f"call {past + 1} reaching {name}")
 
 
 class Bus:
@@ -139,6 +157,23 @@ class Bus:
         if not self.has_owner(name):
             return None
         return int(self.ask_bus("GetConnectionUnixProcessID", name).split()[-1])
+
+    def echo_calls(self, name: str = "dev.aai.Echo") -> int:
+        """How many calls the echo app owning `name` has received (its `Calls` method, asked directly)."""
+        result = subprocess.run(
+            [
+                "dbus-send",
+                f"--bus={self.address}",
+                "--print-reply",
+                f"--dest={name}",
+                "/dev/aai/Echo",
+                "dev.aai.Echo.Calls",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return int(result.stdout.split()[-1])
 
     def stop(self) -> None:
         stop(self.proc)

@@ -21,7 +21,7 @@ import httpx2
 import pytest
 
 from tests.e2e.mcp_client import Consenter, http_session, text_of, web_gateway
-from tests.support import Bus, echo_home, gateway_command
+from tests.support import Bus, echo_home, gateway_command, until_echo_called
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -168,8 +168,9 @@ async def test_a_cancelled_call_is_answered_as_cancelled_and_recorded(bus: Bus, 
         with gateway(bus, home, tmp_path / f"{fast}.log", fastHttp=fast) as url:
             async with raw(url) as session:
                 call = session.request("tools/call", {"name": "aai:exec", "arguments": slow})
+                before = bus.echo_calls()
                 running = asyncio.ensure_future(session.post(call))
-                await asyncio.sleep(0.5)  # the call is running in the app
+                await until_echo_called(bus, before)
                 cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": call["id"]}}
                 told = await session.post(cancel)
                 answer = await asyncio.wait_for(running, 20)

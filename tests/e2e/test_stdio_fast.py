@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.raw_client import raw_session
-from tests.support import Bus, echo_home, gateway_command
+from tests.support import Bus, echo_home, gateway_command, until_echo_called
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -59,8 +59,9 @@ async def test_a_cancelled_call_gets_no_answer_and_is_recorded(bus: Bus, echo_ap
     env = env_of(bus, tmp_path)
     async with raw_session(env, tmp_path / "stderr.log", CALLER) as client:
         slow = {"name": "aai:exec", "arguments": {"app": "dev.aai.echo", "tool": "slow", "args": {"seconds": 30}}}
+        before = bus.echo_calls()
         request_id, answer = client.start("tools/call", slow)
-        await asyncio.sleep(0.3)  # the call is running in the app
+        await until_echo_called(bus, before)
         client.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}})
         echo = {"name": "aai:exec", "arguments": {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "next"}}}
         assert (await client.request("tools/call", echo))["content"][0]["text"] == "next"
