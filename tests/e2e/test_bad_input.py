@@ -12,7 +12,7 @@ import httpx2
 import pytest
 
 from tests.e2e.mcp_client import http_session, stdio_session, text_of, web_gateway
-from tests.support import TEST_APPS, Bus, install_descriptor
+from tests.support import TEST_APPS, Bus, install_descriptor, until_echo_called
 
 pytestmark = [pytest.mark.e2e]
 
@@ -143,12 +143,14 @@ async def test_a_slow_call_does_not_hold_up_a_fast_one(
     finished: list[str] = []
 
     async def run(session: Any) -> None:
+        before = bus.echo_calls()
+
         async def slow() -> None:
             await session.call_tool("aai_exec", {"app": "dev.aai.echo", "tool": "sleep", "args": {"seconds": 0.6}})
             finished.append("slow")
 
         async def fast() -> None:
-            await anyio.sleep(0.05)
+            await until_echo_called(bus, before)  # the slow call is running in the app
             result = await session.call_tool("aai_exec", {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "f"}})
             assert text_of(result) == "f"
             finished.append("fast")
