@@ -16,7 +16,7 @@ import pytest
 from mcp import ClientSession
 
 from tests.e2e.mcp_client import error_of, stdio_session, text_of
-from tests.support import TEST_APPS, Bus, install_descriptor, running, start_app, stop
+from tests.support import TEST_APPS, Bus, install_descriptor, running, start_app, stop, until_echo_called
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -81,9 +81,7 @@ async def test_app_killed_mid_call_is_not_running_and_the_gateway_goes_on(
 
         async with anyio.create_task_group() as group:
             group.start_soon(slow_call)
-            with anyio.fail_after(10):  # the app counts the Sleep as soon as it arrives
-                while int(await run(session, "dev.aai.echo", "calls")) < 1:
-                    await anyio.sleep(0.01)
+            await until_echo_called(bus, 0)  # the app counts the Sleep as soon as it arrives
             echo_process.kill()
         [(code, detail)] = outcome
         assert code == -32009
@@ -148,13 +146,14 @@ async def test_a_slow_app_does_not_delay_another(bus: Bus, echo_app: None, tmp_p
     with running(start_app(app, bus.env())):
         async with stdio_session(env, tmp_path / "stderr.log") as session:
             finished: list[str] = []
+            before = bus.echo_calls()
 
             async def slow() -> None:
                 await run(session, "dev.aai.echo", "slow", {"seconds": 1})
                 finished.append("slow app")
 
             async def fast() -> None:
-                await anyio.sleep(0.1)
+                await until_echo_called(bus, before)  # the slow call is running in its app
                 for _ in range(5):
                     await run(session, "dev.aai.echo-two", "echo", {"text": "quick"})
                 finished.append("other app")
