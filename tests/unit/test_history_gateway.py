@@ -17,7 +17,7 @@ from aai_gateway.errors import AaiError
 from aai_gateway.history import HistoryStore, Record
 from aai_gateway.history.redact import MASK
 from aai_gateway.service import Caller, Gateway
-from tests.support import TEST_APPS, Bus, install_descriptor
+from tests.support import TEST_APPS, Bus, install_descriptor, until_echo_called
 
 pytestmark = pytest.mark.anyio
 
@@ -221,9 +221,10 @@ async def test_a_crash_is_recorded_as_the_automation_failure_the_caller_sees(
     assert record.error_detail == failed.value.detail
 
 
-async def test_a_cancelled_call_is_recorded(gateway: Gateway) -> None:
+async def test_a_cancelled_call_is_recorded(gateway: Gateway, bus: Bus) -> None:
+    before = bus.echo_calls()
     task = asyncio.create_task(gateway.call("dev.aai.echo", "slow", {"seconds": 30}, CALLER))
-    await asyncio.sleep(0)  # one turn of the loop: the call starts and waits on the bus
+    await until_echo_called(bus, before)  # the call is running in the app
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
