@@ -3,36 +3,50 @@
 from __future__ import annotations
 
 import math
+import time
+from typing import Any
 
 import anyio
 import pytest
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 
 from aai_gateway.mcp.http_calls import headers_of, holding
+from tests.virtual_clock import VirtualClockLoop
 
 pytestmark = pytest.mark.anyio
 
+IDLE = 60.0
+
+
+@pytest.fixture
+def anyio_backend() -> tuple[str, dict[str, Any]]:
+    """The idle countdown runs on the loop's clock, which here jumps instead of waiting."""
+    return ("asyncio", {"loop_factory": VirtualClockLoop})
+
 
 async def test_a_session_does_not_expire_while_a_call_runs_and_counts_down_after() -> None:
-    transport = StreamableHTTPServerTransport("session-1", is_json_response_enabled=True, idle_timeout=0.2)
+    started = time.monotonic()
+    transport = StreamableHTTPServerTransport("session-1", is_json_response_enabled=True, idle_timeout=IDLE)
     async with transport.connect():
         scope = transport.idle_scope
         assert scope is not None
-        scope.deadline = anyio.current_time() + 0.2
+        scope.deadline = anyio.current_time() + IDLE
         with scope:
             with holding(transport), holding(transport):
                 assert scope.deadline == math.inf
-                await anyio.sleep(0.4)
+                await anyio.sleep(2 * IDLE)
                 assert not scope.cancel_called
             ended = anyio.current_time()
-            assert ended < scope.deadline <= ended + 0.2
-            await anyio.sleep(1)
+            assert scope.deadline == ended + IDLE
+            await anyio.sleep(10 * IDLE)
         assert scope.cancelled_caught
+        assert anyio.current_time() == pytest.approx(ended + IDLE)
         await transport.terminate()
+    assert time.monotonic() - started < IDLE, "the countdown ran on the virtual clock"
 
 
 async def test_the_countdown_waits_for_the_last_of_several_calls() -> None:
-    transport = StreamableHTTPServerTransport("session-2", is_json_response_enabled=True, idle_timeout=60)
+    transport = StreamableHTTPServerTransport("session-2", is_json_response_enabled=True, idle_timeout=IDLE)
     async with transport.connect():
         scope = transport.idle_scope
         assert scope is not None
