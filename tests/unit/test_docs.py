@@ -1,7 +1,7 @@
-"""The README documents every command and option of the command line, and its links to docs/ lead somewhere.
+"""The README documents every command and option of the command line, and the docs' links lead somewhere.
 
 Every config key is held to the README by `test_config.py`; these hold the command line to the Commands
-section, and the README's and docs' relative links to files that exist.
+section, and the relative links of the README, the changelog and docs/ to files that exist.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_every_option_is_in_the_commands_section() -> None:
     assert not missing, missing
 
 
-@pytest.mark.parametrize("page", [README, *DOCS], ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [README, ROOT / "CHANGELOG.md", *DOCS], ids=lambda p: p.name)
 def test_relative_links_lead_to_files_that_exist(page: Path) -> None:
     targets = [t for t in LINK.findall(page.read_text("utf-8")) if "://" not in t]
     broken = [t for t in targets if not (page.parent / t).exists()]
