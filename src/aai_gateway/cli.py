@@ -181,8 +181,8 @@ def _serve_mcp(settings: Settings) -> None:
 
 
 def _serve_web(settings: Settings) -> None:
+    from aai_gateway.http_server import listening_socket, serve_http
     from aai_gateway.mcp.bearer import TokenProblem, bearer_for, requirement
-    from aai_gateway.mcp.http import listening_socket, serve_http
 
     try:  # before listening: a gateway that would be open to the network does not start at all
         bearer = bearer_for(settings)
