@@ -1,4 +1,4 @@
-"""MCP over streamable HTTP at `/mcp` (`aai-gateway --web`).
+"""The HTTP server of `aai-gateway --web`: MCP over streamable HTTP at `/mcp`, the web UI at `/ui` beside it.
 
 Sessions are kept (no handshake per call) and answers are plain JSON rather than an SSE stream,
 which is what most clients want and is faster; server-to-client notifications travel on the
@@ -6,10 +6,11 @@ session's GET stream. The listening socket is made with IPPROTO_TCP so that asyn
 TCP_NODELAY for every connection (with protocol 0 it does not, and each response waits ~40 ms for
 a delayed ACK).
 
-Every request to `/mcp` passes the bearer-token gate first (`bearer`), then goes to the fast path
-for calls (`http_calls`) or straight to the SDK's transport, past Starlette's router and middleware,
+Every request to `/mcp` passes the bearer-token gate first (`mcp.bearer`), then goes to the fast path
+for calls (`mcp.http_calls`) or straight to the SDK's transport, past Starlette's router and middleware,
 which only the web UI needs. uvicorn parses HTTP with httptools, a dependency for that reason: it
 costs about a fifth of a millisecond of CPU less per request than h11. The server runs on uvloop (`mcp.loop`).
+This module sits above both `mcp/` and `web/`, which do not import each other.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ import sys
 
 import anyio
 import uvicorn
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from aai_gateway.mcp import loop
 from aai_gateway.mcp.bearer import Bearer, Gate
+from aai_gateway.mcp.http import MCP_PATH, security
 from aai_gateway.mcp.http_calls import HttpCalls
 from aai_gateway.mcp.reload import keep_fresh
 from aai_gateway.mcp.server import GatewayServer
@@ -35,8 +36,6 @@ from aai_gateway.web import UI_PATH, Access, build_ui
 from aai_gateway.web.security import SameSite, allowed_hosts
 
 log = logging.getLogger(__name__)
-
-MCP_PATH = "/mcp"
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -51,31 +50,6 @@ def listening_socket(host: str, port: int) -> socket.socket:
     sock.listen(128)
     sock.setblocking(False)
     return sock
-
-
-LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
-
-
-def security(host: str, token_required: bool = False) -> TransportSecuritySettings:
-    """Host and Origin checks against DNS rebinding, on whatever address the gateway listens.
-
-    On a wildcard address the names this machine answers to are allowed besides loopback. Where `/mcp`
-    requires a bearer token, a page that rebinds a name to the gateway cannot send it (and a browser
-    sends no cross-site Authorization header without a CORS answer the gateway never gives), so any Host
-    is served: remote clients reach the gateway by whatever address or name they know it by.
-    """
-    if token_required:
-        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    names = {host}
-    if host in ("0.0.0.0", "::"):  # noqa: S104 - naming the wildcard, not binding to it
-        names = {socket.gethostname(), socket.getfqdn()}
-    shown = [f"[{n}]" if ":" in n else n for n in sorted(names)]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[*LOOPBACK_HOSTS, *(f"{n}:*" for n in shown)],
-        allowed_origins=[*LOOPBACK_ORIGINS, *(f"http://{n}:*" for n in shown)],
-    )
 
 
 class McpFirst:
