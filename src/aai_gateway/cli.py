@@ -131,7 +131,7 @@ def main(
         return
     if bus_name is not None:
         # Generators and web auth are imported where used: `--mcp` starts without them.
-        from aai_gateway.discovery import openapi, sdef
+        from aai_gateway.authoring import openapi, sdef
 
         if mode is not None:
             _fail(f"--generate cannot be combined with --{mode}")
@@ -181,8 +181,8 @@ def _serve_mcp(settings: Settings) -> None:
 
 
 def _serve_web(settings: Settings) -> None:
+    from aai_gateway.http_server import listening_socket, serve_http
     from aai_gateway.mcp.bearer import TokenProblem, bearer_for, requirement
-    from aai_gateway.mcp.http import listening_socket, serve_http
 
     try:  # before listening: a gateway that would be open to the network does not start at all
         bearer = bearer_for(settings)
@@ -282,7 +282,7 @@ def _discover(settings: Settings, as_json: bool) -> None:
         return
     if settings.platform != "linux":
         _fail(f"--discover finds apps on linux, macos and windows; this platform is {settings.platform}", 1)
-    from aai_gateway.discovery import dbus_services
+    from aai_gateway.authoring import dbus_services
 
     _bus_note(settings)
     try:
@@ -297,7 +297,7 @@ def _discover(settings: Settings, as_json: bool) -> None:
 
 def _generate(settings: Settings, bus_name: str, fmt: str, out: Path | None, app_id: str | None) -> None:
     _linux_only(settings, "--generate")
-    from aai_gateway.discovery import dbus_services, generate
+    from aai_gateway.authoring import dbus_services, generate
 
     _bus_note(settings)
     try:
@@ -315,7 +315,7 @@ def _generate(settings: Settings, bus_name: str, fmt: str, out: Path | None, app
 
 
 def _discover_macos(settings: Settings, as_json: bool) -> None:
-    from aai_gateway.discovery import scriptable
+    from aai_gateway.authoring import scriptable
 
     folders = scriptable.roots(settings.home)
     apps, problems = scriptable.find_apps(folders, scan(settings).apps.values())
@@ -328,7 +328,7 @@ def _discover_macos(settings: Settings, as_json: bool) -> None:
 
 
 def _discover_windows(settings: Settings, as_json: bool) -> None:
-    from aai_gateway.discovery import com_servers
+    from aai_gateway.authoring import com_servers
 
     try:
         servers = com_servers.find_servers(com_servers.WinRegistry(), scan(settings).apps.values())
@@ -342,7 +342,7 @@ def _discover_windows(settings: Settings, as_json: bool) -> None:
 
 def _generate_sdef(source: str, fmt: str, out: Path | None, app_id: str | None) -> None:
     """--generate with a macOS scripting definition: an .sdef file, or an .app bundle's own."""
-    from aai_gateway.discovery import scriptable, sdef
+    from aai_gateway.authoring import scriptable, sdef
 
     try:
         found = scriptable.definition(Path(source))
@@ -380,7 +380,7 @@ def _write_generated(document: dict[str, Any], out: Path | None) -> None:
 
 def _generate_openapi(settings: Settings, source: str, out: Path | None, app_id: str | None) -> None:
     """--generate with an OpenAPI 3 document (JSON): a file, or an http(s) URL fetched like web:discover."""
-    from aai_gateway.discovery import openapi
+    from aai_gateway.authoring import openapi
 
     is_url = not Path(source).is_file()
     try:

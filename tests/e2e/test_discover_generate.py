@@ -17,7 +17,7 @@ import pytest
 from dbus_fast.aio import MessageBus
 from mcp import ClientSession
 
-from aai_gateway.discovery.dbus_services import walk
+from aai_gateway.authoring.dbus_services import walk
 from tests.e2e.mcp_client import stdio_session, text_of
 from tests.support import (
     TEST_APPS,

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from aai_gateway.authoring import com_servers
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.validate import check_document
-from aai_gateway.discovery import com_servers
 from aai_gateway.errors import AutomationNotSupported
 
 WORD = "{000209FF-0000-0000-C000-000000000046}"

@@ -9,11 +9,11 @@ from typing import Any, Literal
 import pytest
 from dbus_fast.introspection import Node
 
+from aai_gateway.authoring.dbus_services import described_by
+from aai_gateway.authoring.generate import Operation, annotations_for, generate, schema_for
 from aai_gateway.config import load_settings
 from aai_gateway.descriptor.validate import check_document
 from aai_gateway.discovery import scan
-from aai_gateway.discovery.dbus_services import described_by
-from aai_gateway.discovery.generate import APP_ID, Operation, annotations_for, app_id_for, generate, schema_for, snake
 from tests.support import TEST_APPS, install_descriptor
 
 HEAD = '<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN" ' + (
@@ -117,43 +117,6 @@ def by_name(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 )
 def test_signatures_map_to_json_schemas(signature: str, schema: dict[str, Any]) -> None:
     assert schema_for(signature) == schema
-
-
-@pytest.mark.parametrize(
-    ("member", "name"),
-    [
-        ("Echo", "echo"),
-        ("PlayPause", "play_pause"),
-        ("OpenUri", "open_uri"),
-        ("GetURL", "get_url"),
-        ("HTTPServer2Start", "http_server2_start"),
-        ("CanGoNext", "can_go_next"),
-        ("already_snake", "already_snake"),
-        ("Get_Value", "get_value"),
-        ("_Private", "private"),
-        ("TrackId", "track_id"),
-    ],
-)
-def test_member_names_become_snake_case(member: str, name: str) -> None:
-    assert snake(member) == name
-
-
-@pytest.mark.parametrize(
-    ("bus_name", "app_id"),
-    [
-        ("dev.aai.Echo", "dev.aai.echo"),
-        ("org.mpris.MediaPlayer2.mpv", "org.mpris.mediaplayer2.mpv"),
-        ("org.gnome.Shell_Extensions", "org.gnome.shell-extensions"),
-        ("org.example.Two__Parts", "org.example.two-parts"),
-        ("com.1password.App", "com.x-1password.app"),
-        ("org.dunst-project.dunst", "org.dunst-project.dunst"),
-        ("_private.Thing", "private.thing"),
-        ("org.__", "local.org"),
-    ],
-)
-def test_app_ids_come_from_bus_names(bus_name: str, app_id: str) -> None:
-    assert app_id_for(bus_name) == app_id
-    assert APP_ID.match(app_id)
 
 
 def test_echo_service_becomes_a_valid_format_a_descriptor() -> None:

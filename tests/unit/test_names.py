@@ -4,7 +4,7 @@ import re
 import socket
 
 from aai_gateway.descriptor import Binding, Descriptor, Name, Tool
-from aai_gateway.mcp.http import listening_socket
+from aai_gateway.http_server import listening_socket
 from aai_gateway.mcp.names import Names, Target
 from aai_gateway.spelling import strict
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from aai_gateway.authoring import openapi
 from aai_gateway.descriptor.validate import check_document
-from aai_gateway.discovery import openapi
 from tests.support import TEST_APPS
 
 
@@ -213,18 +213,19 @@ def test_security_schemes(schemes: dict[str, Any], security: list[Any] | None, a
 
 
 @pytest.mark.parametrize(
-    ("title", "host", "app_id"),
+    ("title", "url", "app_id"),
     [
-        ("Tasks API", "api.example.com", "com.example.api.tasks-api"),
+        ("Tasks API", "https://api.example.com/v1", "com.example.api.tasks-api"),
         ("Petstore", None, "local.petstore"),
-        ("REST Tasks", "127.0.0.1", "x-1.x-0.x-0.x-127.rest-tasks"),
-        ("Example", "example.com", "com.example"),
-        ("!!!", "localhost", "localhost.api"),
+        ("REST Tasks", "http://127.0.0.1:8080", "x-1.x-0.x-0.x-127.rest-tasks"),
+        ("Example", "https://example.com", "com.example"),
+        ("!!!", "http://localhost:8080", "localhost.api"),
     ],
 )
-def test_app_ids(title: str, host: str | None, app_id: str) -> None:
-    assert openapi.app_id_for(title, host) == app_id
-    assert openapi.APP_ID.match(app_id)
+def test_app_ids_come_from_the_server_host_and_the_title(title: str, url: str | None, app_id: str) -> None:
+    servers = [{"url": url}] if url else []
+    generated = openapi.generate(spec({}, info={"title": title}, servers=servers))
+    assert generated.app_id == app_id
 
 
 def test_app_id_option_is_validated() -> None:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from aai_gateway.authoring import scriptable
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.validate import check_document
-from aai_gateway.discovery import scriptable
 from tests.support import ROOT
 
 JOTTER_SDEF = ROOT / "tests" / "sdef" / "jotter.sdef"

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from aai_gateway.authoring import sdef
+from aai_gateway.authoring.sdef import Dictionary, Mapped, TypeRef
 from aai_gateway.descriptor.validate import check_document
-from aai_gateway.discovery import sdef
-from aai_gateway.discovery.sdef import Dictionary, Mapped, TypeRef
 from aai_gateway.executors.applescript import prepare
 from aai_gateway.templates import PLACEHOLDER
 from tests.support import ROOT
@@ -390,20 +390,6 @@ def test_without_a_bundle_id_the_app_is_addressed_by_name(jotter: Dictionary) ->
     with_id = sdef.generate(jotter, source="jotter.sdef", app_id="com.example.jotter")
     assert with_id.document["platforms"]["macos"]["bundle_id"] == "com.example.jotter"
     assert tools_of(with_id)["search"]["script"].startswith('tell application id "com.example.jotter"\n')
-
-
-@pytest.mark.parametrize(
-    ("bundle", "app_id"),
-    [
-        ("com.example.Jotter", "com.example.jotter"),
-        ("com.Example.My_App", "com.example.my-app"),
-        ("org.example.2do", "org.example.x-2do"),
-        ("Jotter", "local.jotter"),
-        ("com..example.", "com.example"),
-    ],
-)
-def test_app_ids_from_bundle_ids(bundle: str, app_id: str) -> None:
-    assert sdef.app_id_for(bundle) == app_id
 
 
 def test_names_come_from_the_bundle_then_the_title(jotter: Dictionary) -> None:

@@ -14,8 +14,8 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from aai_gateway.errors import AaiError, ApiRequestFailed, AuthExpired, AuthRequired, AutomationFailed, PermissionDenied
+from aai_gateway.http_methods import IDEMPOTENT
 
-IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
 RETRY_STATUSES = frozenset({429, 503})
 REDACTED = "[redacted]"
 BODY_EXCERPT = 300

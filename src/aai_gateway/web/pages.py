@@ -16,8 +16,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from aai_gateway.config import Settings, config_value, setting_fields, source_text
 from aai_gateway.consent import ANSWER_TITLES, Answer
-from aai_gateway.executors.http_response import IDEMPOTENT
 from aai_gateway.history import STATUSES, parse_time
+from aai_gateway.http_methods import IDEMPOTENT
 from aai_gateway.service import Gateway
 from aai_gateway.web.security import COOKIE, CSRF_FIELD, Access
 

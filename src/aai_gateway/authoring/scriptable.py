@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aai_gateway.authoring.sdef import MAX_SDEF_BYTES
 from aai_gateway.descriptor import Descriptor
-from aai_gateway.discovery.sdef import MAX_SDEF_BYTES
 
 MAX_PLIST_BYTES = 1024 * 1024
 SDEF_TIMEOUT = 30.0

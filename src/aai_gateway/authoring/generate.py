@@ -26,14 +26,13 @@ from dbus_fast import SignatureTree, SignatureType
 from dbus_fast.constants import PropertyAccess
 from dbus_fast.introspection import Arg, Interface, Method, Node, Property
 
+from aai_gateway.authoring.names import APP_ID, MAX_TOOL_NAME, app_id_for, snake
 from aai_gateway.executors.dbus_types import INT_RANGES, TYPE_WORDS
 
 STANDARD_PREFIX = "org.freedesktop.DBus."
 DESCRIPTION_ANNOTATIONS = ("org.freedesktop.DBus.Description", "org.gtk.GDBus.DocString")
 DEPRECATED = "org.freedesktop.DBus.Deprecated"
-APP_ID = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)+$")
 OBJECT_PATH_PATTERN = "^/([A-Za-z0-9_]+(/[A-Za-z0-9_]+)*)?$"
-MAX_TOOL_NAME = 64
 FORMATS = ("a", "c")
 EMPTY_PARAMETERS: Mapping[str, Any] = {"type": "object", "properties": {}}
 
@@ -43,29 +42,6 @@ Kind = Literal["method", "get", "set"]
 def is_standard(interface: str) -> bool:
     """org.freedesktop.DBus.Properties, Introspectable, Peer, ObjectManager and the like."""
     return interface.startswith(STANDARD_PREFIX)
-
-
-def snake(name: str) -> str:
-    """`PlayPause` → `play_pause`, `GetURL` → `get_url`, `TrackId` → `track_id`."""
-    text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
-    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text)
-    text = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
-    text = re.sub(r"_+", "_", text)
-    if not text:
-        return "_"
-    return text if text[0].isalpha() else "_" + text
-
-
-def app_id_for(bus_name: str) -> str:
-    """A valid appId from a bus name: lowercased, other characters as '-', at least two segments."""
-    segments = []
-    for part in bus_name.lower().split("."):
-        segment = re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", part)).strip("-")
-        if segment:
-            segments.append(segment if segment[0].isalpha() else "x-" + segment)
-    if len(segments) < 2:
-        segments.insert(0, "local")
-    return ".".join(segments)
 
 
 def schema_for(signature: str | SignatureType) -> dict[str, Any]:

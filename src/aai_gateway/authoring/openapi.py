@@ -29,15 +29,14 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx2
 
+from aai_gateway.authoring.names import APP_ID, MAX_TOOL_NAME, app_id_for, snake
 from aai_gateway.config import Settings
 from aai_gateway.discovery.sites import url_site
 from aai_gateway.discovery.wellknown import check_scheme, resolve
 from aai_gateway.errors import AaiJsonInvalid, ApiRequestFailed, InvalidParams
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-APP_ID = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)+$")
 TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
-MAX_TOOL_NAME = 64
 MAX_OPENAPI_BYTES = 16 * 1024 * 1024
 RECURSIVE: Mapping[str, Any] = {}
 
@@ -55,36 +54,11 @@ def is_source(text: str, exists: bool) -> bool:
     return exists or re.match(r"^https?://", text, re.IGNORECASE) is not None
 
 
-def snake(name: str) -> str:
-    """`listTasks` → `list_tasks`, `get-task` → `get_task`, `GetURL` → `get_url`."""
-    text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
-    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text)
-    text = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
-    if not text:
-        return "_"
-    return (text if text[0].isalpha() else "_" + text)[:MAX_TOOL_NAME]
-
-
 def tool_name(method: str, path: str, operation: Mapping[str, Any]) -> str:
     op_id = operation.get("operationId")
     if isinstance(op_id, str) and op_id.strip():
-        return snake(op_id)
-    return snake(f"{method}_{path}")
-
-
-def app_id_for(title: str, host: str | None) -> str:
-    """`Tasks API` at api.example.com → `com.example.api.tasks-api`; without a host, `local.<title>`."""
-
-    def segment(text: str) -> str:
-        seg = re.sub(r"-+", "-", re.sub(r"[^a-z0-9]+", "-", text.lower())).strip("-")
-        return seg if not seg or seg[0].isalpha() else "x-" + seg
-
-    head = [segment(p) for p in reversed(host.split("."))] if host else []
-    head = [s for s in head if s] or ["local"]
-    name = segment(title) or "api"
-    if head[-1] == name:
-        head = head[:-1] or ["local"]
-    return ".".join([*head, name])
+        return snake(op_id, MAX_TOOL_NAME)
+    return snake(f"{method}_{path}", MAX_TOOL_NAME)
 
 
 def resolve_refs(node: Any, root: Mapping[str, Any], seen: tuple[str, ...] = ()) -> Any:
@@ -278,7 +252,8 @@ def generate(spec: Mapping[str, Any], *, source_url: str | None = None, app_id: 
     if base_url is None:
         notes.append("servers[0].url is missing or relative: set platforms.web.base_url yourself")
     host = urlsplit(base_url).hostname if base_url else None
-    chosen = app_id or app_id_for(title, host)
+    reverse_dns = ".".join(reversed(host.split("."))) if host else ""  # api.example.com → com.example.api
+    chosen = app_id or app_id_for(reverse_dns, title, unnamed="api")
     if not APP_ID.match(chosen):
         raise ValueError(f"{chosen!r} is not a valid appId (lowercase reverse-DNS like com.example.api); use --app-id")
     tools: list[dict[str, Any]] = []

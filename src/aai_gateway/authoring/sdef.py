@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any, Literal
 from xml.parsers import expat
 
+from aai_gateway.authoring.names import APP_ID, MAX_TOOL_NAME, app_id_for, snake
+
 MAX_SDEF_BYTES = 8 * 1024 * 1024
-MAX_TOOL_NAME = 64
 XINCLUDE = ("{http://www.w3.org/2001/XInclude}", "{http://www.w3.org/2003/XInclude}")
-APP_ID = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)+$")
 TERM = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(?: [A-Za-z0-9_]+)*$")
 """Terminology the generator writes into a script: words of letters, digits and '_', one space apart."""
 BUNDLE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*$")
@@ -295,28 +295,6 @@ class _Reader:
 
 
 # --- generation -------------------------------------------------------------------------------
-
-
-def snake(name: str) -> str:
-    """`add note` → `add_note`, `GetURL` → `get_url`."""
-    text = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
-    text = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text)
-    text = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
-    if not text:
-        return "_"
-    return text if text[0].isalpha() else "_" + text
-
-
-def app_id_for(bundle_id: str) -> str:
-    """A valid appId from a bundle id: lowercased, other characters as '-', at least two segments."""
-    segments = []
-    for part in bundle_id.lower().split("."):
-        segment = re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", part)).strip("-")
-        if segment:
-            segments.append(segment if segment[0].isalpha() else "x-" + segment)
-    if len(segments) < 2:
-        segments.insert(0, "local")
-    return ".".join(segments)
 
 
 def app_name_from(title: str) -> str:

@@ -30,9 +30,9 @@ from dbus_fast.introspection import Node
 from dbus_fast.validators import is_bus_name_valid, is_object_path_valid
 
 from aai_gateway import paths, session_bus
+from aai_gateway.authoring.generate import is_standard
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Descriptor
-from aai_gateway.discovery.generate import is_standard
 from aai_gateway.errors import AppNotRunning, AutomationFailed, InvalidParams, Timeout
 
 BUS_DAEMON = "org.freedesktop.DBus"
