@@ -74,6 +74,7 @@ CASES: list[Case] = [
     Case("UTF-8 surrogate", _text(b"\xed\xa0\x80"), PARSE_ERROR),
     Case("truncated UTF-8", _text(b"\xe2\x82"), PARSE_ERROR),
     Case("invalid UTF-8 in a key", b'{"jsonrpc":"2.0","id":1,"method":"ping","\xff":1}', PARSE_ERROR),
+    Case("lone surrogate escape", _text(b"\\ud800"), PARSE_ERROR),
     Case("NUL byte", b"\x00", PARSE_ERROR),
     Case("UTF-16", PING.decode().encode("utf-16-le"), PARSE_ERROR),
     Case("nested 10,000 deep in args", _deep(10_000), PARSE_ERROR),

@@ -49,6 +49,8 @@ def read(data: bytes) -> Message | Refusal:
         return _parse_error(f"nested deeper than {MAX_DEPTH} levels")
     except ValueError as exc:
         return _parse_error(exc.args[0] if exc.args else "not JSON")
+    if (b"\\ud" in data or b"\\uD" in data) and not _whole_unicode(body):
+        return _parse_error("a \\u escape names half of a surrogate pair")
     if isinstance(body, list):
         return _invalid(None, "batches are not supported (MCP sends one message at a time)")
     if not isinstance(body, dict):
@@ -116,6 +118,17 @@ def _parse_error(reason: str) -> Refusal:
 
 def _invalid(request_id: int | str | None, reason: str) -> Refusal:
     return Refusal(error(request_id, INVALID_REQUEST, f"Invalid Request: {reason}"), reason)
+
+
+def _whole_unicode(body: object) -> bool:
+    """Whether every string can be written back as UTF-8 (no lone surrogate from a \\u escape)."""
+    try:
+        json.dumps(body, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    except RecursionError:
+        return True  # refused for its depth next
+    return True
 
 
 def _depth(value: object) -> int:
