@@ -163,7 +163,7 @@ def _serve_mcp(settings: Settings) -> None:
     logs.lean()
     early = None
     if sys.platform != "win32" and settings.fast_stdio:
-        from aai_gateway.mcp.early import Early
+        from aai_gateway.mcp.wire.early import Early
 
         early = Early.start(settings.tool_names)  # answers initialize and tools/list before the SDK is imported
         if early is not None:

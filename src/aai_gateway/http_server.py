@@ -7,7 +7,7 @@ TCP_NODELAY for every connection (with protocol 0 it does not, and each response
 a delayed ACK).
 
 Every request to `/mcp` passes the bearer-token gate first (`mcp.bearer`), then goes to the fast path
-for calls (`mcp.http_calls`) or straight to the SDK's transport, past Starlette's router and middleware,
+for calls (`mcp.wire.http`) or straight to the SDK's transport, past Starlette's router and middleware,
 which only the web UI needs. uvicorn parses HTTP with httptools, a dependency for that reason: it
 costs about a fifth of a millisecond of CPU less per request than h11. The server runs on uvloop (`mcp.loop`).
 This module sits above both `mcp/` and `web/`, which do not import each other.
@@ -28,9 +28,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from aai_gateway.mcp import loop
 from aai_gateway.mcp.bearer import Bearer, Gate
 from aai_gateway.mcp.http import MCP_PATH, security
-from aai_gateway.mcp.http_calls import HttpCalls
 from aai_gateway.mcp.reload import keep_fresh
+from aai_gateway.mcp.sdk_private import http_problems
 from aai_gateway.mcp.server import GatewayServer
+from aai_gateway.mcp.wire.http import HttpCalls
 from aai_gateway.service import Gateway
 from aai_gateway.web import UI_PATH, Access, build_ui
 from aai_gateway.web.security import SameSite, allowed_hosts
@@ -56,7 +57,7 @@ class McpFirst:
     """ASGI front: `/mcp` requests straight to the MCP transport, everything else (the UI, 404s, lifespan) to `app`.
 
     `gate` sees every `/mcp` request first, so that neither the transport nor `calls` serves one it refuses.
-    With `calls`, the POSTs it can answer itself never reach the transport.
+    With `calls`, the POSTs it answers itself (malformed ones, and calls with `fastHttp`) never reach the transport.
     """
 
     def __init__(self, app: ASGIApp, mcp: ASGIApp, calls: HttpCalls | None = None, gate: Gate | None = None) -> None:
@@ -133,10 +134,13 @@ def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None, 
     """Serve until interrupted, on an already listening socket; with `bearer`, `/mcp` requires its token."""
     server = GatewayServer(gateway, transport="http")
     app = build_app(server, ui, sock.getsockname()[1], token_required=bearer is not None)
-    calls = None
-    if gateway.settings.fast_http:
-        checks = security(gateway.settings.http_host, token_required=bearer is not None)
-        calls = HttpCalls(server, server.server.session_manager, checks)
+    manager = server.server.session_manager
+    fast = gateway.settings.fast_http
+    if fast and (problems := http_problems(manager)):
+        log.warning("serving every HTTP request through the MCP SDK, whose internals changed: %s", "; ".join(problems))
+        fast = False
+    checks = security(gateway.settings.http_host, token_required=bearer is not None)
+    calls = HttpCalls(server, manager, checks, fast=fast)
     # Everything beside /mcp (the UI, its redirects, 404s) answers only this gateway's own address.
     rest = SameSite(app, allowed_hosts(gateway.settings.http_host, sock.getsockname()[1]))
     front = McpFirst(rest, mcp_endpoint(app), calls, Gate(bearer))

@@ -7,8 +7,8 @@ from pathlib import Path
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from aai_gateway.config import load_settings
-from aai_gateway.mcp.early import CAPABILITIES, HANDSHAKE_VERSIONS
 from aai_gateway.mcp.server import GatewayServer
+from aai_gateway.mcp.wire.early import CAPABILITIES, HANDSHAKE_VERSIONS
 from aai_gateway.service import Gateway
 
 

@@ -1,4 +1,5 @@
-"""The parts of the HTTP fast path that lean on the SDK's transport: its idle countdown and header reading."""
+"""The parts of the HTTP fast path (`mcp/wire/http.py`) that lean on the SDK's transport: its idle countdown
+(held through `sdk_private.holding`) and header reading."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import anyio
 import pytest
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 
-from aai_gateway.mcp.http_calls import headers_of, holding
+from aai_gateway.mcp.sdk_private import holding
+from aai_gateway.mcp.wire.http import headers_of
 from tests.virtual_clock import VirtualClockLoop
 
 pytestmark = pytest.mark.anyio

@@ -16,6 +16,8 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from aai_gateway.mcp.sdk_private import connection_of
+
 log = logging.getLogger(__name__)
 
 
@@ -68,13 +70,3 @@ class Notifier:
             except Exception as exc:  # a client that went away must not stop the others hearing
                 log.debug("dropping a connection that cannot be notified: %s", exc)
                 self._connections.discard(connection)
-
-
-def connection_of(session: Any) -> Connection | None:
-    """The connection behind a request's session.
-
-    The SDK makes a new session object per request and exposes the connection only as a private
-    attribute; the hot-reload and stdio fast-path tests fail if that ever changes.
-    """
-    connection = getattr(session, "_connection", None)
-    return connection if isinstance(connection, Connection) else None

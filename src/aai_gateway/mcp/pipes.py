@@ -23,9 +23,11 @@ from types import TracebackType
 from typing import BinaryIO, Self
 
 import anyio
-import mcp_types as types
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCError, JSONRPCResponse
+
+from aai_gateway.mcp.wire.jsonrpc import PARSE_ERROR, Refusal, encoded, error
+from aai_gateway.mcp.wire.screen import screened
 
 log = logging.getLogger(__name__)
 
@@ -50,23 +52,31 @@ class _Closing:
 
 
 class PipeReader(_Closing):
-    """The server's read stream: one parsed message (or the reason it could not be parsed) per line."""
+    """The server's read stream: one message per line, screened by the wire; a malformed line is answered
+    here, in order, and never reaches the SDK. Blank lines are skipped."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: PipeWriter) -> None:
         self._reader = reader
+        self._writer = writer
 
     async def receive(self) -> SessionMessage | Exception:
-        try:
-            line = await self._reader.readline()
-        except (ConnectionError, OSError) as exc:
-            raise anyio.EndOfStream from exc
-        if not line:
-            raise anyio.EndOfStream
-        try:
-            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        except Exception as exc:  # the SDK answers a line it cannot parse with an error, as its own transport does
-            return exc
-        return SessionMessage(message)
+        while True:
+            try:
+                line = await self._reader.readline()
+            except ValueError:  # longer than LINE_LIMIT: the reader has dropped it
+                await self._writer.send_line(encoded(error(None, PARSE_ERROR, "Parse error: line longer than 1 GiB")))
+                continue
+            except (ConnectionError, OSError) as exc:
+                raise anyio.EndOfStream from exc
+            if not line:
+                raise anyio.EndOfStream
+            if line.isspace():
+                continue
+            message = screened(line)
+            if not isinstance(message, Refusal):
+                return message
+            if message.answer is not None:
+                await self._writer.send_line(encoded(message.answer))
 
     def __aiter__(self) -> Self:
         return self
@@ -158,9 +168,9 @@ class Pipes:
         wires: tuple[BinaryIO, BinaryIO],
         blocking: tuple[bool, bool],
     ) -> None:
-        self.reader = PipeReader(offering.stream)
         self.offering = offering
         self.writer = PipeWriter(writer)
+        self.reader = PipeReader(offering.stream, self.writer)
         self._transports = transports
         self._wires = wires
         self._blocking = blocking

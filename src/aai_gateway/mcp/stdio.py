@@ -3,25 +3,77 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import BinaryIO, cast
 
 import anyio
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 
 from aai_gateway.mcp import loop
-from aai_gateway.mcp.early import Early
 from aai_gateway.mcp.reload import keep_fresh
+from aai_gateway.mcp.sdk_private import ReadStream, WriteStream
 from aai_gateway.mcp.server import GatewayServer
+from aai_gateway.mcp.wire.early import Early
+from aai_gateway.mcp.wire.jsonrpc import Refusal, read
+from aai_gateway.mcp.wire.screen import refusal_message, sdk_message
 from aai_gateway.service import Gateway
 
 log = logging.getLogger(__name__)
 
+Streams = tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]
+
+
+class ScreenedStdin:
+    """Stdin for the SDK's threaded transport: each line screened by the wire before the SDK parses it.
+
+    A malformed line is answered through the SDK's own write stream (`answers`) and not passed on, so
+    the SDK never sees a line it would leave unanswered or decode with replacement characters."""
+
+    def __init__(self, source: BinaryIO) -> None:
+        self._source = source
+        self.answers: WriteStream[SessionMessage] | None = None
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        while line := await anyio.to_thread.run_sync(self._source.readline):
+            if line.isspace():
+                continue
+            message = read(line)
+            checked = sdk_message(message) if not isinstance(message, Refusal) else message
+            if not isinstance(checked, Refusal):
+                yield line.decode()
+                continue
+            answer = refusal_message(checked)
+            if answer is not None and self.answers is not None:
+                await self.answers.send(answer)
+
+
+@contextmanager
+def claimed_stdin() -> Iterator[BinaryIO]:
+    """Stdin on a descriptor of its own while fd 0 reads the null device (as the SDK does when it opens
+    stdin itself), so that no child process reads the client's requests; fd 0 is restored on exit."""
+    private = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    source = os.fdopen(private, "rb", buffering=0)
+    try:
+        yield source
+    finally:
+        os.dup2(private, 0)
+        source.close()
+
 
 @asynccontextmanager
-async def _streams(server: GatewayServer, early: Early | None) -> AsyncIterator[tuple[Any, Any]]:
+async def _streams(server: GatewayServer, early: Early | None) -> AsyncIterator[Streams]:
     """Streams on the event loop where stdin and stdout allow it, else the SDK's threaded transport."""
     pipes = None
     if sys.platform != "win32" and server.gateway.settings.fast_stdio:
@@ -34,10 +86,14 @@ async def _streams(server: GatewayServer, early: Early | None) -> AsyncIterator[
                 raise RuntimeError(f"cannot go on with the session begun on stdin: {exc}") from exc
             log.debug("serving stdio through worker threads: %s", exc)
     if pipes is None:
-        async with stdio_server() as pair:
-            yield pair
+        with claimed_stdin() as source:
+            stdin = ScreenedStdin(source)
+            # the SDK reads any async iterable of lines; its annotation names the anyio file it makes itself
+            async with stdio_server(stdin=cast("anyio.AsyncFile[str]", stdin)) as (read_stream, write_stream):
+                stdin.answers = write_stream
+                yield read_stream, write_stream
         return
-    from aai_gateway.mcp.fast_calls import FastCalls  # noqa: PLC0415 (with the pipes)
+    from aai_gateway.mcp.wire.calls import FastCalls  # noqa: PLC0415 (with the pipes)
 
     pipes.writer.answered = early.answered if early else set()
     fast = FastCalls(server, pipes.writer)

@@ -13,15 +13,15 @@ is not a pipe or a socket) leaves the whole session to the SDK, as if this modul
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import stat
-from typing import Any, TypeGuard
+from typing import Any
 
 from aai_gateway import __version__
 from aai_gateway.mcp.catalogue import SERVER_NAME, instructions, tool_list
 from aai_gateway.mcp.names import Names
+from aai_gateway.mcp.wire.jsonrpc import Message, encoded, is_request_id, read
 from aai_gateway.service import Gateway
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -68,7 +68,7 @@ class Early:
         """What the SDK's transport must read before stdin itself: the replayed lines, then the rest."""
         probe = b""
         if self.initialize_id is not None:
-            probe = json.dumps({"jsonrpc": "2.0", "id": PROBE_ID, "method": "tools/list"}).encode() + b"\n"
+            probe = encoded({"jsonrpc": "2.0", "id": PROBE_ID, "method": "tools/list"}) + b"\n"
         return b"".join(self.replay) + probe + self._buffer
 
     @property
@@ -129,17 +129,14 @@ class Early:
 
     @staticmethod
     def _write(message: dict[str, Any]) -> None:
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        data = encoded(message) + b"\n"
         while data:
             data = data[os.write(1, data) :]
 
 
 def _message(line: bytes) -> dict[str, Any] | None:
-    try:
-        message = json.loads(line)
-    except ValueError:
-        return None
-    return message if isinstance(message, dict) and message.get("jsonrpc") == "2.0" else None
+    message = read(line)
+    return message.body if isinstance(message, Message) else None
 
 
 def _initialize_answer(message: dict[str, Any], instructions: str) -> dict[str, Any] | None:
@@ -160,8 +157,3 @@ def _initialize_answer(message: dict[str, Any], instructions: str) -> dict[str, 
         "protocolVersion": version if version in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1],
         "serverInfo": {"name": SERVER_NAME, "version": __version__},
     }
-
-
-def is_request_id(value: object) -> TypeGuard[int | str]:
-    """A JSON-RPC request id as MCP allows it: a string or an integer (not a boolean, not null)."""
-    return isinstance(value, int | str) and not isinstance(value, bool)

@@ -14,10 +14,9 @@ cancels it, and no answer is sent, as the SDK does.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import mcp_types as types
 from mcp import MCPError
@@ -26,23 +25,34 @@ from mcp_types.methods import serialize_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from aai_gateway.errors import AaiError
-from aai_gateway.mcp.early import is_request_id
 from aai_gateway.mcp.errors import answer, wire_error
 from aai_gateway.mcp.names import Target
-from aai_gateway.mcp.pipes import PipeWriter
 from aai_gateway.mcp.server import GatewayServer, asker_on, client_name
+from aai_gateway.mcp.wire.jsonrpc import (
+    INTERNAL_ERROR,
+    Message,
+    cancelled_id,
+    encoded,
+    error,
+    is_request_id,
+    read,
+    request_key,
+)
 from aai_gateway.service import Caller
 
 log = logging.getLogger(__name__)
 
 TAKEN = frozenset({"exec", "direct"})
-INTERNAL_ERROR = -32603
+
+
+class LineWriter(Protocol):
+    async def send_line(self, line: bytes) -> None: ...
 
 
 class FastCalls:
     """Takes the calls it can answer from the read loop; `take` says whether it took a line."""
 
-    def __init__(self, server: GatewayServer, writer: PipeWriter) -> None:
+    def __init__(self, server: GatewayServer, writer: LineWriter) -> None:
         self.server = server
         self.writer = writer
         self._running: dict[tuple[type, int | str], asyncio.Task[None]] = {}
@@ -54,12 +64,12 @@ class FastCalls:
         caller = self._ready_caller()
         if caller is None:
             return False
-        message = jsonrpc_object(line)
-        if message is None:
-            return False
-        if message.get("method") == "notifications/cancelled":
-            return self._cancel(cancelled_id(message))
-        call = takeable(self.server, message)
+        message = read(line)
+        if not isinstance(message, Message):
+            return False  # the read stream answers it, in order
+        if message.method == "notifications/cancelled":
+            return self._cancel(cancelled_id(message.body))
+        call = takeable(self.server, message.body)
         if call is None or request_key(call.request_id) in self._running:
             return False
         key = request_key(call.request_id)
@@ -117,24 +127,6 @@ def ready_caller(connection: Connection | None, transport: str) -> Caller | None
     return Caller(name=client_name(connection.client_params), transport=transport, ask=ask)
 
 
-def jsonrpc_object(data: bytes) -> dict[str, Any] | None:
-    """The JSON-RPC 2.0 message object in `data`; None for anything else."""
-    try:
-        message = json.loads(data)
-    except ValueError:
-        return None
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        return None
-    return message
-
-
-def cancelled_id(message: dict[str, Any]) -> int | str | None:
-    """The request a `notifications/cancelled` message names; None when it names none."""
-    params = message.get("params")
-    request_id = params.get("requestId") if isinstance(params, dict) else None
-    return request_id if is_request_id(request_id) else None
-
-
 def takeable(server: GatewayServer, message: dict[str, Any]) -> Call | None:
     """The call in a JSON-RPC message when it is a `tools/call` of an operation the fast paths take, else None."""
     params = message.get("params")
@@ -160,16 +152,12 @@ async def answered(server: GatewayServer, caller: Caller, call: Call, version: s
     except AaiError as exc:
         try:
             result = answer(exc, server.gateway.settings.error_style)
-        except MCPError as error:
-            return {"jsonrpc": "2.0", "id": request_id, "error": wire_error(error)}
+        except MCPError as refused:
+            return {"jsonrpc": "2.0", "id": request_id, "error": wire_error(refused)}
     except Exception:
         log.exception("the call of request %r failed unexpectedly", request_id)
-        return {"jsonrpc": "2.0", "id": request_id, "error": {"code": INTERNAL_ERROR, "message": "Internal error"}}
+        return error(request_id, INTERNAL_ERROR, "Internal error")
     return {"jsonrpc": "2.0", "id": request_id, "result": _wire(result, version)}
-
-
-def encoded(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _wire(result: types.CallToolResult, version: str | None) -> dict[str, Any]:
@@ -186,8 +174,3 @@ def _wire(result: types.CallToolResult, version: str | None) -> dict[str, Any]:
         return {"content": [{"text": content[0].text, "type": "text"}], "isError": result.is_error}
     dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
     return serialize_server_result("tools/call", version or "", dumped) if version else dumped
-
-
-def request_key(request_id: Any) -> tuple[type, int | str]:
-    """Requests 1 and "1" are different requests."""
-    return (type(request_id), request_id)
