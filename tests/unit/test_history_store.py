@@ -316,6 +316,30 @@ def test_a_write_waits_for_another_writer_on_the_writer_thread(store: HistorySto
 
 
 @pytest.mark.parametrize("alone", [False, True])
+def test_a_write_cancelled_while_the_database_is_busy_is_committed_all_the_same(
+    store: HistoryStore, alone: bool
+) -> None:
+    """The caller giving up (a cancelled call) must not drop the record handed to the writer thread."""
+    store.start()
+    other = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+
+    async def main() -> None:
+        writing = asyncio.create_task(store.write(make("given-up"), alone=alone))
+        await asyncio.sleep(0.05)
+        assert not writing.done(), "the record waits for the lock on the writer thread"
+        writing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await writing
+
+    asyncio.run(main())
+    other.execute("COMMIT")
+    other.close()
+    store.flush(10)
+    assert [r.call_id for r in store.query()] == ["given-up"]
+
+
+@pytest.mark.parametrize("alone", [False, True])
 def test_a_write_on_the_loop_reports_an_unwritable_place(tmp_path: Path, alone: bool) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
