@@ -285,32 +285,32 @@ def test_a_write_waits_for_another_writer_on_the_writer_thread(store: HistorySto
     other = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
     released = threading.Event()
+    releasing = threading.Lock()
 
-    async def main() -> float:
-        loop = asyncio.get_running_loop()
+    def release() -> None:
+        with releasing:
+            if not released.is_set():
+                other.execute("COMMIT")
+                released.set()
 
-        def release() -> None:
-            other.execute("COMMIT")
-            released.set()
+    async def main() -> None:
+        # A store that blocked the loop would never let it release the lock: this timer would, and the
+        # assertion below would then fail instead of the test hanging.
+        safety = threading.Timer(30, release)
+        safety.start()
+        try:
+            writing = asyncio.create_task(store.write(make("waited"), alone=alone))
+            for _ in range(20):
+                await asyncio.sleep(0)
+                assert not writing.done(), "the record cannot be committed while the lock is held"
+            assert not released.is_set(), "the event loop went on while the record waited for the lock"
+            release()
+            await writing
+        finally:
+            safety.cancel()
 
-        loop.call_later(0.3, release)
-        ticks = 0
-
-        async def tick() -> None:
-            nonlocal ticks
-            while not released.is_set():
-                ticks += 1
-                await asyncio.sleep(0.01)
-
-        ticking = asyncio.create_task(tick())
-        await asyncio.sleep(0)
-        await store.write(make("waited"), alone=alone)
-        await ticking
-        return ticks
-
-    ticks = asyncio.run(main())
+    asyncio.run(main())
     other.close()
-    assert ticks > 10, "the event loop went on while the record waited for the lock"
     assert [r.call_id for r in store.query()] == ["waited"]
     assert store.count() == 1
 
@@ -326,7 +326,8 @@ def test_a_write_cancelled_while_the_database_is_busy_is_committed_all_the_same(
 
     async def main() -> None:
         writing = asyncio.create_task(store.write(make("given-up"), alone=alone))
-        await asyncio.sleep(0.05)
+        for _ in range(5):  # the loop's own attempt fails at once and hands the record to the writer thread
+            await asyncio.sleep(0)
         assert not writing.done(), "the record waits for the lock on the writer thread"
         writing.cancel()
         with pytest.raises(asyncio.CancelledError):
