@@ -6,6 +6,8 @@ call still works, so a malformed message never ends the session or the gateway.
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,9 @@ from tests.e2e.malformed import CASES, ECHO, PING, Case
 from tests.e2e.raw_client import raw_session
 from tests.e2e.test_http_fast import gateway, raw
 from tests.e2e.test_stdio_fast import CALLER, env_of
-from tests.support import Bus
+from tests.support import Bus, gateway_command, stop
+
+INITIALIZE = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -82,3 +86,34 @@ async def test_http_answers_each_malformed_message_by_the_book(bus: Bus, echo_ap
         }
         assert "Traceback" not in log.read_text()
     assert whole[True] == whole[False]  # byte for byte
+
+
+def test_malformed_lines_before_initialize_are_answered_and_the_session_starts(bus: Bus, tmp_path: Path) -> None:
+    """The first lines of a session are read before the SDK is imported (fastStdio): a malformed one there
+    gets the same answer as later, with the fast paths on or off, and `initialize` still works after it."""
+    before = [case for case in CASES if case.code is not None][::6]
+    initialize = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE}).encode()
+    answers: dict[bool, list[bytes]] = {}
+    for fast in (True, False):
+        proc = subprocess.Popen(
+            [gateway_command(), "--mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env_of(bus, tmp_path / f"home-{fast}", fastStdio=fast),
+        )
+        try:
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            for case in before:
+                proc.stdin.write(case.data + b"\n")
+            proc.stdin.write(initialize + b"\n")
+            proc.stdin.flush()
+            lines = [proc.stdout.readline() for _ in range(len(before) + 1)]
+            found = [shape(json.loads(line)) for line in lines[:-1]]
+            assert found == [expected(case) for case in before]
+            assert json.loads(lines[-1])["result"]["serverInfo"]["name"] == "aai-gateway"
+            answers[fast] = lines[:-1]
+        finally:
+            stop(proc)
+    assert answers[True] == answers[False]
