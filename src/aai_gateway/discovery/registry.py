@@ -22,12 +22,17 @@ class Scan:
 
     @classmethod
     def build(cls, loaded: list[Loaded], problems: list[Problem], platform: str, previous: Scan | None = None) -> Scan:
-        """Index what was loaded; a file that broke since `previous` keeps its last good version serving."""
+        """Index what was loaded; a file that broke since `previous` keeps its last good version serving.
+
+        The folder of `<appId>/aai.json` names its app: a file declaring another id is not served. Files
+        whose place names no app (macOS bundles, `*.app` folders) come after all others, so they can only
+        take an id no rightful file claims.
+        """
         apps: dict[str, Descriptor] = {}
         broken: dict[str, tuple[Problem, ...]] = {}
         found = list(problems)
         last_good = {a.source: a for a in previous.apps.values()} if previous else {}
-        for item in loaded:
+        for item in sorted(loaded, key=lambda i: _folder_id(i.source) is None):
             found.extend(item.problems)
             app = item.descriptor
             if app is None:
@@ -45,6 +50,18 @@ class Scan:
                         "warning",
                     )
                 )
+            folder = _folder_id(item.source)
+            if folder is not None and folder != app.app_id:
+                pointer = "/appId" if app.shape == "multi" else "/app/id"
+                hijack = Problem(
+                    item.source,
+                    pointer,
+                    f"declares app id '{app.app_id}' but its folder is '{folder}'; the folder names the app, "
+                    "so this file is not served (move it to a folder named after its app id)",
+                )
+                found.append(hijack)
+                broken.setdefault(folder, (hijack,))
+                continue
             if app.app_id in apps:
                 found.append(
                     Problem(
@@ -54,16 +71,6 @@ class Scan:
                     )
                 )
                 continue
-            folder = Path(item.source).parent.name
-            if Path(item.source).name == "aai.json" and folder != app.app_id and not folder.endswith(".app"):
-                found.append(
-                    Problem(
-                        item.source,
-                        "/appId",
-                        f"app id '{app.app_id}' differs from its folder name '{folder}'",
-                        "warning",
-                    )
-                )
             apps[app.app_id] = app
             if not app.served(platform):
                 found.append(
@@ -100,3 +107,14 @@ class Registry:
     def get(self, app_id: str) -> Descriptor | None:
         app = self._scan.apps.get(app_id)
         return app if app is not None and app.served(self._scan.platform) else None
+
+
+def _folder_id(source: str) -> str | None:
+    """The app id a descriptor's place gives it: the folder of `<appId>/aai.json`; none for a macOS bundle's
+    `<Name>.app/Contents/Resources/aai.json` or a `<Name>.app/aai.json`, whose id is the descriptor's own."""
+    path = Path(source)
+    if path.name != "aai.json":
+        return None
+    folder = path.parent.name
+    bundle = folder == "Resources" and path.parent.parent.name == "Contents" and path.parents[2].suffix == ".app"
+    return None if bundle or folder.endswith(".app") else folder

@@ -64,11 +64,25 @@ def _children(root: Path, leaf: str, problems: list[Problem], *, quiet_if_missin
         if not is_dir and not entry.is_symlink():
             continue
         path = Path(entry.path) / leaf if leaf else Path(entry.path)
-        if not leaf or os.path.lexists(path):
+        found = _lexists(path) if leaf else True
+        if isinstance(found, OSError):
+            problems.append(Problem(entry.path, "", f"folder cannot be read: {found.strerror or found}"))
+        elif found:
             paths.append(path)
         elif entry.is_symlink() and not is_dir:
             problems.append(Problem(entry.path, "", "is a symlink that leads nowhere (or in a loop)"))
     return paths
+
+
+def _lexists(path: Path) -> bool | OSError:
+    """Whether `path` exists; the error when that cannot be told (a folder without search permission)."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        return exc
+    return True
 
 
 def scan(settings: Settings, previous: Scan | None = None) -> Scan:

@@ -7,7 +7,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
-from watchfiles import Change, awatch
+import anyio.from_thread
+import anyio.to_thread
+import watchfiles
+from watchfiles import Change
 
 from aai_gateway.config import Settings
 from aai_gateway.discovery.scan import DESCRIPTOR
@@ -17,20 +20,28 @@ log = logging.getLogger(__name__)
 OnChange = Callable[[str], Awaitable[None]]
 
 
+FALLBACK_SECONDS = 10.0
+"""How often scan paths that cannot be watched are rescanned instead."""
+
+
 async def watch(settings: Settings, on_change: OnChange, stop: anyio.Event | None = None) -> None:
     """Call `on_change(reason)` whenever descriptors may have changed; runs until cancelled or `stop` is set.
 
     Set `stop` before cancelling: the watching thread sees it within 50 ms, while a bare cancellation
-    waits for the thread's own timeout (5 s) before the process can exit.
+    waits for the thread's own timeout (1 s) before the process can exit.
 
     Only `aai.json` files and the app folders directly in a scan path count, so that logs or other
     files written under `~/.aai` cause no rescans. Scan paths that do not exist yet are not watched;
     the periodic rescan (`scanIntervalMinutes`) covers them and anything a file system does not report.
+    Once a watcher is up it asks for one rescan, for what changed between the first scan and then. Folders
+    it may not read are skipped; a scan path it cannot watch at all is logged and rescanned every
+    `FALLBACK_SECONDS` instead, so watching never stops the gateway.
     """
     roots = [p.resolve() for p in settings.scan_paths if p.is_dir()]
+    stop = stop or anyio.Event()
     async with anyio.create_task_group() as group:
         if roots:
-            group.start_soon(_files, roots, on_change, stop or anyio.Event())
+            group.start_soon(_watch_all, roots, on_change, stop)
         if settings.scan_interval_minutes > 0:
             group.start_soon(_tick, settings.scan_interval_minutes * 60, on_change)
 
@@ -68,10 +79,64 @@ def _folders(root: Path) -> list[Path]:
         return []
 
 
+async def _watch_all(roots: list[Path], on_change: OnChange, stop: anyio.Event) -> None:
+    """One watcher for every root; if it fails, one per root, and periodic rescans for those that fail too."""
+    try:
+        await _files(roots, on_change, stop)
+        return
+    except Exception as exc:  # watchfiles raises OSError, RuntimeError and its own kinds
+        if len(roots) == 1:
+            await _fall_back(roots[0], exc, on_change, stop)
+            return
+        log.warning("cannot watch %s together (%s); watching each alone", ", ".join(map(str, roots)), exc)
+    async with anyio.create_task_group() as group:
+        for root in roots:
+            group.start_soon(_watch_one, root, on_change, stop)
+
+
+async def _watch_one(root: Path, on_change: OnChange, stop: anyio.Event) -> None:
+    try:
+        await _files([root], on_change, stop)
+    except Exception as exc:
+        await _fall_back(root, exc, on_change, stop)
+
+
+async def _fall_back(root: Path, exc: Exception, on_change: OnChange, stop: anyio.Event) -> None:
+    log.warning("cannot watch %s (%s); rescanning every %g s instead", root, exc, FALLBACK_SECONDS)
+    while not stop.is_set():
+        with anyio.move_on_after(FALLBACK_SECONDS):
+            await stop.wait()
+        if not stop.is_set():
+            await on_change(f"periodic rescan of {root}, which cannot be watched")
+
+
 async def _files(roots: list[Path], on_change: OnChange, stop: anyio.Event) -> None:
-    changes = awatch(*roots, watch_filter=relevance(roots), debounce=200, step=50, recursive=True, stop_event=stop)
-    async for batch in changes:
-        await on_change(f"{len(batch)} descriptor change(s)")
+    """Watch in a worker thread, where setting up the watches (a walk of every root) cannot hold up serving."""
+    first = True
+
+    def changes() -> None:
+        nonlocal first
+        for batch in watchfiles.watch(
+            *roots,
+            watch_filter=relevance(roots),
+            debounce=200,
+            step=50,
+            rust_timeout=1000,
+            yield_on_timeout=True,
+            recursive=True,
+            ignore_permission_denied=True,
+            stop_event=stop,
+        ):
+            if first or batch:
+                reason = "the watcher starting" if first else f"{len(batch)} descriptor change(s)"
+                first = False
+                anyio.from_thread.run(on_change, reason)
+
+    try:
+        await anyio.to_thread.run_sync(changes, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        stop.set()  # ends the abandoned thread within `step`
+        raise
 
 
 async def _tick(seconds: float, on_change: OnChange) -> None:
