@@ -114,6 +114,9 @@ async def _files(roots: list[Path], on_change: OnChange, stop: anyio.Event) -> N
     """Watch in a worker thread, where setting up the watches (a walk of every root) cannot hold up serving."""
     first = True
 
+    async def tell(reason: str) -> None:
+        await on_change(reason)
+
     def changes() -> None:
         nonlocal first
         for batch in watchfiles.watch(
@@ -130,7 +133,7 @@ async def _files(roots: list[Path], on_change: OnChange, stop: anyio.Event) -> N
             if first or batch:
                 reason = "the watcher starting" if first else f"{len(batch)} descriptor change(s)"
                 first = False
-                anyio.from_thread.run(on_change, reason)
+                anyio.from_thread.run(tell, reason)
 
     try:
         await anyio.to_thread.run_sync(changes, abandon_on_cancel=True)
