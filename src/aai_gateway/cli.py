@@ -412,9 +412,14 @@ def _descriptor_files(path: Path) -> Iterator[Path]:
     except OSError:
         yield path
         return
-    nested = [p / "aai.json" for p in entries if os.path.lexists(p / "aai.json")]
+    nested = [p / "aai.json" for p in entries if os.path.lexists(p / "aai.json") or _unsearchable(p)]
     loose = [p for p in entries if p.suffix == ".json" and not p.is_dir()]
     yield from nested or loose or [path]
+
+
+def _unsearchable(folder: Path) -> bool:
+    """A folder whose aai.json cannot be looked for: `load` then reports why."""
+    return folder.is_dir() and not os.access(folder, os.X_OK)
 
 
 @main.command(short_help="Check descriptor files or folders; exit 1 if any is invalid.")

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -46,7 +46,7 @@ def _give_to_nobody(home: Path) -> None:
     subprocess.run(["chown", "-R", "nobody:nogroup", str(home)], check=True)
 
 
-UNREADABLE = {
+UNREADABLE: dict[str, Callable[[Path], object]] = {
     "app folder 000": lambda aai: _unreadable(aai / "org.private.app", folder=True),
     "aai.json 000": lambda aai: _unreadable(aai / "org.private.app", folder=False),
     "scan path /": lambda aai: (aai / "config.json").write_text(json.dumps({"scanPaths": ["~/.aai", "/"]})),
@@ -116,6 +116,16 @@ async def test_unreadable_places_never_stop_the_gateway(case: str, nobody_home: 
     problems = done.stdout[done.stdout.index("Problems (") :]
     assert "Problems (0)" not in problems or case == "scan path /", done.stdout
     assert EXPECTED_PROBLEM[case] in problems, done.stdout
+    if case != "scan path /":
+        checked = subprocess.run(
+            [*AS_NOBODY, gateway_command(), "validate", str(nobody_home / ".aai")],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        assert checked.returncode == 1, checked.stdout
+        assert "org.private.app/aai.json: " in checked.stdout, checked.stdout
 
 
 SEEDS = Path(__file__).parents[1] / "golden" / "seeds"

@@ -39,7 +39,10 @@ def test_scan_keeps_good_apps_and_reports_every_problem(tmp_path: Path) -> None:
     messages = [str(p) for p in result.problems]
     assert any("org.example.broken/aai.json: missing required field 'name'" in m for m in messages)
     assert any("org.example.broken/aai.json#/platforms: must not be empty" in m for m in messages)
-    assert any("org.example.copy/aai.json#/appId: app id 'dev.aai.echo' is already used by" in m for m in messages)
+    assert any(
+        "org.example.copy/aai.json#/appId: declares app id 'dev.aai.echo' but its folder is 'org.example.copy'" in m
+        for m in messages
+    )
     assert any(
         "com.example.reminders/aai.json: warning: has no binding for linux or web (it has macos)" in m for m in messages
     )
