@@ -582,6 +582,11 @@ class HistoryStore:
                 raise HistoryUnavailable(_newer(self.path, version))
             yield conn if version else None
         except sqlite3.Error as exc:
+            if _corrupt(exc):
+                raise HistoryUnavailable(
+                    f"{self.path} is corrupt ({exc}); the gateway moves it aside to "
+                    f"{self.path.name}.corrupt-<UTC time> and starts a new one when it next writes it"
+                ) from exc
             raise HistoryUnavailable(f"cannot read {self.path}: {exc}") from exc
         finally:
             conn.close()
