@@ -48,6 +48,7 @@ import json
 import logging
 import os
 import queue
+import shutil
 import sqlite3
 import tempfile
 import threading
@@ -80,6 +81,8 @@ RETRY_EVERY = 2.0
 """Seconds between two attempts to write the waiting records while the database cannot be written."""
 STATUS_SUFFIX = ".status"
 MAGIC = b"SQLite format 3\x00"
+LOW_SPACE = 64 * 1024
+"""Free bytes under which a disk I/O error is taken for a full disk."""
 SCHEMA = (
     """CREATE TABLE calls (
         seq INTEGER PRIMARY KEY,
@@ -159,6 +162,7 @@ class HistoryStore:
         self._waiting: deque[Record] = deque(maxlen=MAX_WAITING)
         self._dropped = 0
         self._trouble: Trouble | None = None
+        self._next_purge = 0.0
         self._queued: list[tuple[Record, asyncio.Future[Future[None] | None]]] = []
         self._since_checkpoint = 0
         self._checkpoint: Future[Any] | None = None
@@ -310,12 +314,11 @@ class HistoryStore:
 
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
-        next_purge = 0.0
         while True:
             if self._trouble is not None:
                 wait: float | None = RETRY_EVERY
             else:
-                wait = None if conn is None else max(0.0, next_purge - time.monotonic())
+                wait = None if conn is None else max(0.0, self._next_purge - time.monotonic())
             try:
                 batch = [self._jobs.get(timeout=wait)]
             except queue.Empty:
@@ -323,18 +326,13 @@ class HistoryStore:
                     conn = self._commit(conn, [])
                 elif conn is not None:
                     self._purge_quietly(conn)
-                    next_purge = time.monotonic() + PURGE_EVERY
                 continue
             while len(batch) < MAX_BATCH:
                 try:
                     batch.append(self._jobs.get_nowait())
                 except queue.Empty:
                     break
-            fresh = conn is None
             conn = self._commit(conn, batch)
-            if fresh and conn is not None:
-                self._purge_quietly(conn)
-                next_purge = time.monotonic() + PURGE_EVERY
             if any(job.kind == "stop" for job in batch):
                 if conn is not None:
                     conn.close()
@@ -344,8 +342,11 @@ class HistoryStore:
         """Insert the waiting records and the batch's in one transaction, then answer every job of the batch."""
         records = [*self._waiting, *(job.record for job in batch if job.record is not None)]
         self._waiting.clear()
+        opened = self._generation
         conn, error = self._store(conn, records)
-        failure = None if error is None else HistoryUnavailable(_reason(error))
+        if conn is not None and self._generation != opened:  # at start (or when it was created again)
+            self._purge_quietly(conn)
+        failure = None if error is None else HistoryUnavailable(_reason(error, self.path.parent))
         if failure is None:
             self._recovered(len(records))
         else:
@@ -437,7 +438,7 @@ class HistoryStore:
         since = before.since if before is not None else iso(now())
         self._trouble = Trouble(str(failure), since, len(self._waiting), self._dropped, os.getpid())
         if before is None or before.reason != self._trouble.reason:
-            log.error("%s; calls go on and their records are kept in memory", self._trouble.describe())
+            log.error("%s; calls go on", self._trouble.describe())
         if dropped:
             log.error("%d call record(s) dropped, the oldest: more than %d wait in memory", dropped, MAX_WAITING)
         self._report(self._trouble)
@@ -480,7 +481,12 @@ class HistoryStore:
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if not self.path.exists():
+        seen = _signature(self.path)
+        if seen is None or (self._signature is not None and seen[:2] != self._signature[:2]):
+            # The log of a database deleted or replaced would be replayed into the file now there.
+            for suffix in ("-wal", "-shm"):
+                self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+        if seen is None:
             if self._signature is not None:
                 log.warning("%s was deleted: a new history starts", self.path)
             # The history holds what agents did with the user's apps: readable by the user alone.
@@ -509,6 +515,7 @@ class HistoryStore:
         return deleted
 
     def _purge_quietly(self, conn: sqlite3.Connection) -> None:
+        self._next_purge = time.monotonic() + PURGE_EVERY
         try:
             self._purge(conn)
         except sqlite3.Error as exc:
@@ -587,7 +594,7 @@ class HistoryStore:
                     f"{self.path} is corrupt ({exc}); the gateway moves it aside to "
                     f"{self.path.name}.corrupt-<UTC time> and starts a new one when it next writes it"
                 ) from exc
-            raise HistoryUnavailable(f"cannot read {self.path}: {exc}") from exc
+            raise HistoryUnavailable(f"cannot read {self.path}: {_reason(exc, self.path.parent)}") from exc
         finally:
             conn.close()
 
@@ -699,14 +706,24 @@ def _signature(path: Path) -> Signature | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _corrupt(exc: BaseException) -> bool:
-    return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-
-
-def _reason(exc: BaseException) -> str:
-    """What went wrong, in words a user acts on."""
+def _code(exc: BaseException) -> int | None:
+    """SQLite's primary result code of `exc` (Python gives the extended one)."""
     code = getattr(exc, "sqlite_errorcode", None)
-    if code == sqlite3.SQLITE_FULL or getattr(exc, "errno", None) == errno.ENOSPC:
+    return None if code is None else int(code) & 0xFF
+
+
+def _corrupt(exc: BaseException) -> bool:
+    return _code(exc) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def _reason(exc: BaseException, folder: Path) -> str:
+    """What went wrong, in words a user acts on."""
+    code = _code(exc)
+    full = code == sqlite3.SQLITE_FULL or getattr(exc, "errno", None) == errno.ENOSPC
+    if not full and code == sqlite3.SQLITE_IOERR:  # growing the shared-memory index of a full disk fails so
+        with suppress(OSError):
+            full = shutil.disk_usage(folder).free < LOW_SPACE
+    if full:
         return f"disk full ({exc})"
     if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN) or isinstance(exc, PermissionError):
         return f"cannot write to its folder or file, read-only? ({exc})"
@@ -719,7 +736,7 @@ def _close_quietly(conn: sqlite3.Connection) -> None:
 
 
 def _busy(exc: sqlite3.Error) -> bool:
-    return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return _code(exc) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _settle(done: Future[Any], error: BaseException | None = None, value: Any = None) -> None:
