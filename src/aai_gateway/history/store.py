@@ -163,6 +163,7 @@ class HistoryStore:
         self._dropped = 0
         self._trouble: Trouble | None = None
         self._next_purge = 0.0
+        self._drops_logged = -RETRY_EVERY
         self._queued: list[tuple[Record, asyncio.Future[Future[None] | None]]] = []
         self._since_checkpoint = 0
         self._checkpoint: Future[Any] | None = None
@@ -439,8 +440,11 @@ class HistoryStore:
         self._trouble = Trouble(str(failure), since, len(self._waiting), self._dropped, os.getpid())
         if before is None or before.reason != self._trouble.reason:
             log.error("%s; calls go on", self._trouble.describe())
-        if dropped:
-            log.error("%d call record(s) dropped, the oldest: more than %d wait in memory", dropped, MAX_WAITING)
+        if dropped and time.monotonic() >= self._drops_logged + RETRY_EVERY:  # one line at most every few seconds
+            self._drops_logged = time.monotonic()
+            log.error(
+                "%d call record(s) dropped so far, the oldest: at most %d wait in memory", self._dropped, MAX_WAITING
+            )
         self._report(self._trouble)
 
     def _recovered(self, written: int) -> None:
