@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import stat
 import threading
@@ -440,3 +441,17 @@ def test_a_full_rollback_reports_the_error_itself(tmp_path: Path) -> None:
         assert store_module._reason(caught.value, tmp_path).startswith("disk full")
     finally:
         conn.close()
+
+
+def test_a_status_left_by_an_ended_gateway_is_told_then_cleared_by_the_next(tmp_path: Path) -> None:
+    history = HistoryStore(tmp_path / "history.db")
+    dead = 2**22 + 1  # above the usual pid_max: no process has it
+    status = history.status_files[0]
+    status.write_text(json.dumps({"reason": "disk full", "since": "then", "waiting": 3, "dropped": 0, "pid": dead}))
+    told = history.reported_trouble()
+    assert told is not None
+    assert (told.reason, told.waiting, told.pid) == ("disk full", 3, dead)
+    history.start()
+    history.close()
+    assert not status.exists()
+    assert history.reported_trouble() is None
