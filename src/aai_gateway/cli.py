@@ -222,7 +222,7 @@ def _open_history(gateway: Gateway) -> None:
     try:
         gateway.history.start()
     except HistoryUnavailable as exc:
-        log.warning("calls will not be recorded: %s", exc)
+        log.warning("calls go on; their records wait in memory until the history can be written: %s", exc)
 
 
 def _print_scan(settings: Settings) -> None:
@@ -563,6 +563,7 @@ def history(
     if since is not None and until is not None and since > until:
         raise click.UsageError("--since is later than --until")
     store = _history_store(ctx)
+    _warn_of_trouble(store)
     filters: dict[str, Any] = {"app": app, "tool": tool, "status": status, "caller": caller}
     try:
         records = store.query(**filters, since=since, until=until, limit=limit)
@@ -586,6 +587,34 @@ def history(
         click.echo(f"\n{len(records)} of {total} calls; raise --limit or narrow the filters to see others.")
 
 
+def _warn_of_trouble(store: HistoryStore) -> None:
+    """A line on stderr when a gateway could not write the history: its records wait in memory, or are lost."""
+    trouble = store.reported_trouble()
+    if trouble is None:
+        return
+    if _running(trouble.pid):
+        click.echo(f"aai-gateway: {trouble.describe()} (gateway pid {trouble.pid})", err=True)
+    else:
+        lost = trouble.waiting + trouble.dropped
+        click.echo(
+            f"aai-gateway: {lost} call record(s) were lost: the gateway (pid {trouble.pid}) ended while "
+            f"the history could not be written since {trouble.since}: {trouble.reason}",
+            err=True,
+        )
+
+
+def _running(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def _history_row(record: Record) -> tuple[str, ...]:
     status = "ok" if record.status == "ok" else f"{record.error_code or ''} {record.error_type or 'error'}".strip()
     return (
@@ -606,6 +635,7 @@ def _history_row(record: Record) -> tuple[str, ...]:
 def history_show(ctx: click.Context, call_id: str, as_json: bool) -> None:
     """Print one call whole: who, what, arguments, outcome and result excerpt."""
     store = _history_store(ctx)
+    _warn_of_trouble(store)
     try:
         record = store.get(call_id.strip())
     except HistoryUnavailable as exc:

@@ -84,6 +84,7 @@ class Settings:
     """How tool errors come back: "result" (`isError` tool results) or "jsonrpc" (JSON-RPC errors)."""
     max_descriptor_bytes: int = 1024 * 1024
     history_retention_days: float = 30.0
+    require_history: bool = False
     fast_stdio: bool = True
     """Over stdio, answer initialize and tools/list before the SDK is imported, and calls off the wire."""
     fast_http: bool = True
@@ -292,6 +293,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         error_style=data.get("errorStyle", "result"),
         max_descriptor_bytes=data.get("maxDescriptorBytes", 1024 * 1024),
         history_retention_days=float(data.get("historyRetentionDays", 30)),
+        require_history=data.get("requireHistory", False),
         max_concurrent_calls=data.get("maxConcurrentCalls", 16),
         fast_stdio=data.get("fastStdio", True),
         fast_http=data.get("fastHttp", True),

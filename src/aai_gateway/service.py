@@ -217,6 +217,10 @@ class Gateway:
         return ConsentGate(self.settings)
 
     async def _call(self, app_id: str, tool_name: str, args: Mapping[str, Any], caller: Caller) -> Any:
+        if self.settings.require_history and (trouble := self.history.trouble()) is not None:
+            raise AutomationFailed(
+                f"refused: requireHistory is set and {trouble.describe()}; calls are taken again once it can be written"
+            )
         app, binding, tool = self._find_tool(await self._resolve(app_id), app_id, tool_name)
         if not isinstance(args, Mapping):
             raise InvalidParams(f"args must be an object of named arguments, got {type(args).__name__}")

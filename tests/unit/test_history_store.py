@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import stat
 import threading
@@ -394,3 +395,63 @@ def test_the_write_ahead_log_does_not_grow_under_a_steady_stream_of_calls(
     store._submit("checkpoint").result()
     asyncio.run(store.write(make("last")))
     assert wal.stat().st_size <= 256 * 1024, "a checkpoint lets the log start over, cut back to WAL_LIMIT"
+
+
+@pytest.mark.hostile("history")
+def test_records_that_cannot_be_written_wait_in_memory_bounded_and_are_written_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(store_module, "MAX_WAITING", 10)
+    blocker = tmp_path / "aai"
+    blocker.write_text("a file where the folder should be")
+    history = HistoryStore(blocker / "history.db")
+    try:
+        for i in range(12):
+            with pytest.raises(HistoryUnavailable, match="File exists"):
+                history.submit(make(f"c{i:02}", T0 + timedelta(seconds=i))).result(10)
+        trouble = history.trouble()
+        assert trouble is not None
+        assert (trouble.waiting, trouble.dropped) == (10, 2)
+        assert "10 record(s) wait in memory, 2 dropped (the oldest)" in trouble.describe()
+        assert history.reported_trouble() == trouble
+        assert "call record(s) dropped so far, the oldest: at most 10 wait in memory" in caplog.text
+
+        blocker.unlink()
+        history.flush(10)
+        assert history.trouble() is None
+        assert history.reported_trouble() is None
+        assert [r.call_id for r in history.query()] == [f"c{i:02}" for i in range(11, 1, -1)]
+    finally:
+        history.close()
+
+
+def test_a_full_rollback_reports_the_error_itself(tmp_path: Path) -> None:
+    """SQLite ends the transaction itself on SQLITE_FULL: the error given is that, not the failed ROLLBACK."""
+    history = HistoryStore(tmp_path / "history.db")
+    history.start()
+    history.close()
+    conn = sqlite3.connect(tmp_path / "history.db", isolation_level=None)
+    try:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+        big = [make(f"big{i}", result="x" * 50_000) for i in range(20)]
+        with pytest.raises(sqlite3.Error) as caught:
+            store_module._insert(conn, big)
+        assert "full" in str(caught.value)
+        assert store_module._reason(caught.value, tmp_path).startswith("disk full")
+    finally:
+        conn.close()
+
+
+def test_a_status_left_by_an_ended_gateway_is_told_then_cleared_by_the_next(tmp_path: Path) -> None:
+    history = HistoryStore(tmp_path / "history.db")
+    dead = 2**22 + 1  # above the usual pid_max: no process has it
+    status = history.status_files[0]
+    status.write_text(json.dumps({"reason": "disk full", "since": "then", "waiting": 3, "dropped": 0, "pid": dead}))
+    told = history.reported_trouble()
+    assert told is not None
+    assert (told.reason, told.waiting, told.pid) == ("disk full", 3, dead)
+    history.start()
+    history.close()
+    assert not status.exists()
+    assert history.reported_trouble() is None

@@ -7,15 +7,17 @@ import re
 from html import unescape
 from pathlib import Path
 
+import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
 from aai_gateway.config import load_settings, setting_fields
+from aai_gateway.history import HistoryUnavailable
 from aai_gateway.service import Gateway
 from aai_gateway.web import TOKEN_FILE, UI_PATH, Access, build_ui
 from tests.support import EXAMPLES
-from tests.web.ui_support import HOST, PORT, XSS_APP, Ui, write_home
+from tests.web.ui_support import HOST, PORT, XSS_APP, Ui, hostile_record, write_home
 
 
 def test_the_apps_page_lists_an_unknown_key_as_a_warning(ui: Ui) -> None:
@@ -75,3 +77,25 @@ def test_settings_show_config_keys_json_values_and_true_sources(tmp_path: Path) 
     for key, (value, _) in table.items():
         if key != "AAI home":
             json.loads(value)
+
+
+@pytest.mark.hostile("history")
+def test_the_overview_shows_a_banner_while_the_history_cannot_be_written(ui: Ui) -> None:
+    store = ui.gateway.history
+    for suffix in ("", "-wal", "-shm"):
+        store.path.with_name(store.path.name + suffix).unlink(missing_ok=True)
+    store.path.mkdir()  # a folder where the database should be: it can be neither opened nor read
+    with pytest.raises(HistoryUnavailable):
+        store.submit(hostile_record("waiting00001")).result(10)
+    ui.login()
+    page = unescape(ui.client.get(f"{UI_PATH}/").text)
+    assert 'id="history-trouble"' in page
+    assert "The call history cannot be written" in page
+    assert "1 record wait in memory" in page
+    assert 'id="history-unreadable"' in page
+
+    store.path.rmdir()
+    store.flush(10)
+    page = unescape(ui.client.get(f"{UI_PATH}/").text)
+    assert 'id="history-trouble"' not in page
+    assert "waiting00001" in page

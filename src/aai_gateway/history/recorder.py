@@ -40,7 +40,8 @@ class Pending:
 
 class Recorder:
     """Builds and writes the history record of each call. A history that cannot be written is logged
-    and the call goes on: losing the record is better than failing the user's operation."""
+    and the call goes on, its record waiting in the store's memory (unless `requireHistory` refuses
+    calls meanwhile): losing the record is better than failing the user's operation."""
 
     def __init__(self, store: HistoryStore, redactor: Redactor, find: Find) -> None:
         self.store = store

@@ -16,7 +16,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from aai_gateway.config import Settings, config_value, setting_fields, source_text
 from aai_gateway.consent import ANSWER_TITLES, Answer
-from aai_gateway.history import STATUSES, parse_time
+from aai_gateway.history import STATUSES, HistoryUnavailable, parse_time
 from aai_gateway.http_methods import IDEMPOTENT
 from aai_gateway.service import Gateway
 from aai_gateway.web.security import COOKIE, CSRF_FIELD, Access
@@ -88,11 +88,17 @@ class Pages:
 
     async def overview(self, request: Request) -> Response:
         scan = self.gateway.registry.scan
-        recent = await run_in_threadpool(self.gateway.history.query, limit=RECENT)
-        calls = await run_in_threadpool(self.gateway.history.count)
+        unreadable = None
+        try:
+            recent = await run_in_threadpool(self.gateway.history.query, limit=RECENT)
+            calls = await run_in_threadpool(self.gateway.history.count)
+        except HistoryUnavailable as exc:
+            recent, calls, unreadable = [], 0, str(exc)
         return self.render(
             request,
             "overview.html",
+            trouble=self.gateway.history.trouble(),
+            unreadable=unreadable,
             apps=self.gateway.apps(),
             broken=scan.broken,
             problems=scan.problems,
