@@ -21,6 +21,7 @@ from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_document, load
 from aai_gateway.discovery import Scan, scan
 from aai_gateway.errors import AaiError, ConfigError
+from aai_gateway.executors.script_checks import with_script_checks
 from aai_gateway.history import HISTORY_FILE, STATUSES, HistoryStore, HistoryUnavailable, Record, parse_time
 from aai_gateway.service import Caller, Gateway
 
@@ -430,7 +431,7 @@ def validate(ctx: click.Context, paths_: tuple[Path, ...], as_json: bool) -> Non
     """Check descriptor files (or folders of <appId>/aai.json); exit 1 if any is invalid."""
     settings = _settings(ctx) if ctx.obj.get("config") else None
     limit = settings.max_descriptor_bytes if settings else DEFAULT_MAX_BYTES
-    results: list[Loaded] = [load(f, max_bytes=limit) for p in paths_ for f in _descriptor_files(p)]
+    results = [with_script_checks(load(f, max_bytes=limit)) for p in paths_ for f in _descriptor_files(p)]
     if as_json:
         click.echo(json.dumps([_loaded_json(r) for r in results], ensure_ascii=False, indent=2))
     else:

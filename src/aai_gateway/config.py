@@ -207,9 +207,16 @@ def read_config_file(path: Path) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
+    except RecursionError:
+        raise ConfigError(f"{path}: the JSON is nested too deeply to read") from None
+    except ValueError as exc:  # a number with more digits than Python converts
+        raise ConfigError(f"{path}: invalid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: must be a JSON object of settings, got {type(data).__name__}")
-    errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    try:
+        errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    except RecursionError:
+        raise ConfigError(f"{path}: the settings are nested too deeply to check") from None
     if errors:
         lines = []
         for err in errors:

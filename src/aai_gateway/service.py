@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from typing import Any
 
+import referencing.exceptions
 from jsonschema import Draft7Validator
 
 from aai_gateway import executors
@@ -303,7 +304,12 @@ class Gateway:
         quick, validator = known
         if quick is not None and type(args) is dict and quick(args):
             return
-        errors = sorted(validator.iter_errors(dict(args)), key=lambda e: list(map(str, e.absolute_path)))
+        try:
+            errors = sorted(validator.iter_errors(dict(args)), key=lambda e: list(map(str, e.absolute_path)))
+        except (RecursionError, referencing.exceptions.Unresolvable) as exc:
+            why = "refers back to itself" if isinstance(exc, RecursionError) else f"has a $ref leading nowhere ({exc})"
+            detail = f"the parameters schema of tool '{tool.name}' {why}; run aai-gateway validate"
+            raise AaiJsonInvalid(detail) from None
         if errors:
             parts = [f"{_field(e.absolute_path)}: {describe(e)}" for e in errors[:5]]
             more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""

@@ -110,7 +110,11 @@ def test_free_form_places_and_extensions_are_left_alone() -> None:
     tool["query_params"] = {"pge": "${page}"}
     tool["parameters"] = {
         "type": "object",
-        "properties": {"trace": {"type": "string", "x-sensitive": True, "descripton": "kept as written"}},
+        "properties": {
+            "trace": {"type": "string", "x-sensitive": True, "descripton": "kept as written"},
+            "title": {"type": "string"},
+            "page": {"type": "integer"},
+        },
         "additionalProperties": False,
     }
     tool["returns"] = {"type": "object", "propertys": {}}

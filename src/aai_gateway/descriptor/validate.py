@@ -22,6 +22,7 @@ from jsonschema import Draft7Validator, SchemaError
 from aai_gateway import __version__, problems
 from aai_gateway.descriptor.formats import detect, normalise
 from aai_gateway.descriptor.model import Descriptor, Shape
+from aai_gateway.descriptor.tool_checks import dbus_problems, placeholder_problems, ref_problems
 from aai_gateway.descriptor.unknown_keys import unknown_keys
 from aai_gateway.problems import Problem, describe, pointer, short
 
@@ -64,7 +65,7 @@ def rules_fingerprint() -> str:
     schemas = files("aai_gateway.descriptor").joinpath("schemas")
     for shape in ("multi", "single", "camel"):
         digest.update(schemas.joinpath(f"aai-{shape}.schema.json").read_bytes())
-    for module in (__file__, problems.__file__, inspect.getfile(unknown_keys)):
+    for module in (__file__, problems.__file__, inspect.getfile(unknown_keys), inspect.getfile(ref_problems)):
         digest.update(Path(module).read_bytes())
     return digest.hexdigest()
 
@@ -216,15 +217,17 @@ def _order(err: Any) -> tuple[list[str], str]:
     return [str(p) for p in err.absolute_path], err.message
 
 
-def _tool_lists(doc: Mapping[str, Any], shape: Shape) -> list[tuple[list[str | int], list[Any]]]:
+def _tool_lists(doc: Mapping[str, Any], shape: Shape) -> list[tuple[list[str | int], str, list[Any]]]:
+    """Where each list of tools is, the automation its tools use, and the list."""
     if shape == "multi":
-        return [(["platforms", p, "tools"], b.get("tools", [])) for p, b in doc["platforms"].items()]
-    return [(["tools"], doc["tools"])]
+        return [(["platforms", p, "tools"], b["automation"], b.get("tools", [])) for p, b in doc["platforms"].items()]
+    execution = doc.get("execution") or {}
+    return [(["tools"], str(execution.get("type")), doc["tools"])]
 
 
 def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> list[Problem]:
     problems: list[Problem] = []
-    for base, tools in _tool_lists(doc, shape):
+    for base, automation, tools in _tool_lists(doc, shape):
         seen: dict[str, int] = {}
         for index, tool in enumerate(tools):
             at = [*base, index]
@@ -250,6 +253,10 @@ def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> lis
                 )
             key = "parameters" if "parameters" in tool or shape != "camel" else "inputSchema"
             problems.extend(_schema_problems(tool.get(key), [*at, key], source))
+            problems.extend(ref_problems(tool.get(key), [*at, key], source))
+            problems.extend(placeholder_problems(tool, automation, at, source))
+            if automation == "dbus":
+                problems.extend(dbus_problems(tool, at, source))
             if isinstance(tool.get("returns"), dict):
                 problems.extend(_schema_problems(tool["returns"], [*at, "returns"], source, root_object=False))
             hints = tool.get("annotations") or {}
