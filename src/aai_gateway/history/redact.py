@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from aai_gateway.text import printable
+
 MASK = "[redacted]"
 SECRET_PARTS = (
     "password",
@@ -72,6 +74,7 @@ class Redactor:
         return Redactor([*self._secrets, *secrets], self.max_string)
 
     def text(self, text: str) -> str:
+        text = printable(text)
         for secret in self._secrets:
             text = text.replace(secret, MASK)
         return text
@@ -82,7 +85,9 @@ class Redactor:
             for key, item in value.items():
                 below = _expand(_property(schemas, str(key)), root)
                 secret = secret_key(key) or any(sensitive(s) for s in below)
-                out[str(key)] = _mask(item, hidden) if secret else self._walk(item, below, root, limit, hidden)
+                out[printable(str(key))] = (
+                    _mask(item, hidden) if secret else self._walk(item, below, root, limit, hidden)
+                )
             return out
         if isinstance(value, list | tuple):
             items = []

@@ -32,7 +32,17 @@ from starlette.types import Receive, Scope, Send
 from aai_gateway.mcp.sdk_private import holding, open_transport
 from aai_gateway.mcp.server import GatewayServer
 from aai_gateway.mcp.wire.calls import Call, answered, ready_caller, takeable
-from aai_gateway.mcp.wire.jsonrpc import Message, Refusal, cancelled_id, encoded, error, read, request_key
+from aai_gateway.mcp.wire.jsonrpc import (
+    Message,
+    Refusal,
+    cancelled_id,
+    encoded,
+    error,
+    has_lone_surrogates,
+    read,
+    request_key,
+    surrogate_refusal,
+)
 from aai_gateway.mcp.wire.screen import sdk_message
 from aai_gateway.service import Caller
 
@@ -83,7 +93,12 @@ class HttpCalls:
         if isinstance(message, Refusal):
             await _refuse(send, message, session_id)
             return None
-        if self.fast and session_id is not None and await self._served(session_id, message, send):
+        # The SDK's parser refuses half a surrogate pair, so a call holding one is served here, fast or not.
+        unparseable = has_lone_surrogates(body, message)
+        if (self.fast or unparseable) and session_id is not None and await self._served(session_id, message, send):
+            return None
+        if unparseable:
+            await _refuse(send, surrogate_refusal(), session_id)
             return None
         checked = sdk_message(message)
         if isinstance(checked, Refusal):
