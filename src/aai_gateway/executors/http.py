@@ -101,8 +101,9 @@ class HttpExecutor:
         except TimeoutError:
             raise Timeout(f"{call.app.app_id} did not answer {request} within {call.timeout:g} s") from None
         except AaiError as exc:
-            if any(secret in exc.detail for secret in exchange.secrets):
-                raise type(exc)(redact(exc.detail, exchange.secrets)) from None
+            detail = redact(exc.detail, exchange.secrets)
+            if detail != exc.detail:
+                raise type(exc)(detail) from None
             raise
         return redact(result, exchange.secrets)
 

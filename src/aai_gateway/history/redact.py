@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from aai_gateway.secret_forms import MIN_LENGTH, all_forms
 from aai_gateway.text import printable
 
 MASK = "[redacted]"
@@ -52,8 +53,9 @@ class Redactor:
     """Redacts JSON values against an optional schema, and known secret strings out of any text."""
 
     def __init__(self, secrets: Iterable[str] = (), max_string: int = MAX_STRING) -> None:
-        # Longest first, so that a secret containing another is cut whole; very short ones would mask noise.
-        self._secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+        self._given = [s for s in secrets if len(s) >= MIN_LENGTH]  # very short ones would mask noise
+        # Every form each one travels in (percent-encoded, JSON-escaped, …), longest first.
+        self._secrets = all_forms(self._given)
         self.max_string = max_string
 
     def value(
@@ -71,7 +73,7 @@ class Redactor:
 
     def also(self, secrets: Iterable[str]) -> Redactor:
         """This redactor with more secrets to cut out of text (a call's masked argument values)."""
-        return Redactor([*self._secrets, *secrets], self.max_string)
+        return Redactor([*self._given, *secrets], self.max_string)
 
     def text(self, text: str) -> str:
         text = printable(text)
