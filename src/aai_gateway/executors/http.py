@@ -188,7 +188,10 @@ class HttpExecutor:
             headers.append((cred.name.encode("ascii"), cred.value.reveal().encode("utf-8")))
         elif cred is not None:
             pair = urlencode([(cred.name, cred.value.reveal())], quote_via=quote)
-            url = httpx2.URL(f"{url}{'&' if url.query else '?'}{pair}")
+            try:
+                url = httpx2.URL(f"{url}{'&' if url.query else '?'}{pair}")
+            except httpx2.InvalidURL:
+                raise InvalidParams(f"the URL of {attempt} with the {ex.spec.noun} is too long to send") from None
         remaining = max(0.001, ex.deadline - asyncio.get_running_loop().time())
         client = self._http()
         outgoing = client.build_request(

@@ -32,6 +32,8 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 PATH_PLACEHOLDER = re.compile(r"\$?\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+MAX_URL = 65536
+"""The longest URL the HTTP client sends, in characters (httpx's own limit)."""
 DOT_SEGMENTS = frozenset({".", ".."})
 
 
@@ -134,7 +136,7 @@ def build(binding: Binding, tool: Tool, args: Mapping[str, Any]) -> HttpRequest:
         headers.append(("Content-Type", "application/json"))
     full = join(base.path, path)
     parser = opts.get("output_parser")
-    return HttpRequest(
+    request = HttpRequest(
         method=method,
         base=base,
         path=full,
@@ -145,6 +147,21 @@ def build(binding: Binding, tool: Tool, args: Mapping[str, Any]) -> HttpRequest:
         parser=str(parser) if parser is not None else None,
         used=frozenset(used),
     )
+    size = len(request.url)
+    if size > MAX_URL:
+        raise InvalidParams(
+            f"the URL would be {size} characters long, more than the {MAX_URL} a request may have{_longest(values)}"
+        )
+    return request
+
+
+def _longest(values: Mapping[str, Any]) -> str:
+    """Which argument made a URL too long: the one whose text is longest, as `; 'name' is N characters`."""
+    sizes = {name: len(quote(scalar_text(value), safe="")) for name, value in values.items() if value is not None}
+    if not sizes:
+        return ""
+    name = max(sizes, key=lambda n: sizes[n])
+    return f"; argument '{name}' is {sizes[name]} characters long once encoded"
 
 
 def render_path(template: str, values: Mapping[str, Any]) -> tuple[str, list[tuple[str, str]], set[str]]:
@@ -231,8 +248,19 @@ def render_headers(header_templates: Mapping[str, Any], values: Mapping[str, Any
         text = scalar_text(value)
         if CONTROL.search(text):
             raise InvalidParams(f"header {name}: a value may not contain line breaks or control characters")
+        if text.strip(" \t") != text:  # whitespace around a value is not part of it (RFC 9110 5.5)
+            text = text.strip(" \t")
+            if not text:
+                raise InvalidParams(
+                    f"header {name}{_from(header_templates.get(name))}: a value may not be only whitespace"
+                )
         headers[name.lower()] = (name, text)
     return list(headers.values())
+
+
+def _from(template: Any) -> str:
+    found = sorted(templates.names(template))
+    return f" (from argument '{found[0]}')" if len(found) == 1 else ""
 
 
 def scalar_text(value: Any) -> str:
