@@ -121,3 +121,30 @@ def test_the_command_line_call_refuses_a_lone_surrogate(bus: Bus, echo_app: None
     assert b"INVALID_PARAMS" in out.stderr
     [record] = recorded(env)
     assert (record["caller"], record["error"]["type"]) == ("cli", "INVALID_PARAMS")
+
+
+BATCH = (
+    b'{"jsonrpc":"2.0","id":7002,"method":"tools/call","params":{"name":"aai_batch","arguments":{"calls":['
+    b'{"app":"dev.aai.echo","tool":"echo","args":{"text":"\\ud800"}},'
+    b'{"app":"dev.aai.echo","tool":"echo","args":{"text":"ok"}}]}}}'
+)
+
+
+@pytest.mark.hostile("encoding")
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "sdk"])
+async def test_a_batch_refuses_only_the_call_holding_a_lone_surrogate(
+    bus: Bus, echo_app: None, tmp_path: Path, fast: bool
+) -> None:
+    env = env_of(bus, tmp_path, fastStdio=fast)
+    async with raw_session(env, tmp_path / "stderr.log", CALLER) as client:
+        await client.request(
+            "tools/call",
+            {"name": "aai_exec", "arguments": {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "w"}}},
+        )
+        answer = await answer_to(client, 7002, BATCH)
+    report = answer["result"]["structuredContent"]
+    first, second = report["results"]
+    assert (first["status"], first["error"]["type"]) == ("error", "INVALID_PARAMS"), report
+    assert first["error"]["detail"].startswith("args.text holds half of a surrogate pair")
+    assert second["status"] == "ok"
+    assert sorted(r["status"] for r in recorded(env)) == ["error", "ok", "ok"]

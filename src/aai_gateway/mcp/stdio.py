@@ -61,11 +61,11 @@ class ScreenedStdin:
     async def _unparseable(self, message: Message) -> None:
         """A call holding half a surrogate pair in its arguments, which the SDK cannot parse: answered by
         the call's own path (INVALID_PARAMS, recorded), as the fast path answers it."""
-        from aai_gateway.mcp.wire.calls import answered, ready_caller, takeable  # noqa: PLC0415 (rare)
+        from aai_gateway.mcp.wire.calls import EVERY, answered, ready_caller, takeable  # noqa: PLC0415 (rare)
 
         server = self._server
         caller = ready_caller(server.connection, "stdio")
-        call = takeable(server, message.body) if caller is not None else None
+        call = takeable(server, message.body, EVERY) if caller is not None else None
         if caller is None or call is None:
             answer = surrogate_refusal().answer
         else:

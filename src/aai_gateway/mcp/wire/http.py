@@ -31,7 +31,7 @@ from starlette.types import Receive, Scope, Send
 
 from aai_gateway.mcp.sdk_private import holding, open_transport
 from aai_gateway.mcp.server import GatewayServer
-from aai_gateway.mcp.wire.calls import Call, answered, ready_caller, takeable
+from aai_gateway.mcp.wire.calls import EVERY, TAKEN, Call, answered, ready_caller, takeable
 from aai_gateway.mcp.wire.jsonrpc import (
     Message,
     Refusal,
@@ -95,7 +95,12 @@ class HttpCalls:
             return None
         # The SDK's parser refuses half a surrogate pair, so a call holding one is served here, fast or not.
         unparseable = has_lone_surrogates(body, message)
-        if (self.fast or unparseable) and session_id is not None and await self._served(session_id, message, send):
+        kinds = EVERY if unparseable else TAKEN
+        if (
+            (self.fast or unparseable)
+            and session_id is not None
+            and await self._served(session_id, message, send, kinds)
+        ):
             return None
         if unparseable:
             await _refuse(send, surrogate_refusal(), session_id)
@@ -106,7 +111,7 @@ class HttpCalls:
             return None
         return replay
 
-    async def _served(self, session_id: str, message: Message, send: Send) -> bool:
+    async def _served(self, session_id: str, message: Message, send: Send, kinds: frozenset[str]) -> bool:
         """Whether the message was a call (or the cancelling of one) this front answered."""
         method = message.method
         if method not in ("tools/call", "notifications/cancelled"):
@@ -118,7 +123,7 @@ class HttpCalls:
             return False
         if method == "notifications/cancelled":
             return await self._cancel(session_id, message.body, send)
-        call = takeable(self.server, message.body)
+        call = takeable(self.server, message.body, kinds)
         if call is None or (session_id, request_key(call.request_id)) in self._running:
             return False
         with holding(transport):
