@@ -120,18 +120,21 @@ def build(binding: Binding, tool: Tool, args: Mapping[str, Any]) -> HttpRequest:
     if binding.automation == "restapi" or "endpoint" in opts:
         path, query, used = render_path(str(opts.get("endpoint") or ""), values)
         query += query_items(_render_present(_mapping(opts.get("query_params")), values))
+        in_url = used | templates.names(_mapping(opts.get("query_params")))
         if opts.get("body") is not None:
             body, has_body = _render_present(opts["body"], values), True
     else:
         if not isinstance(opts.get("path"), str):
             raise AaiJsonInvalid(f"tool {tool.name} gives no execution.path")
         path, query, used = render_path(opts["path"], values)
+        in_url = set(used)
         used |= templates.names(header_templates)
         rest = {k: v for k, v in args.items() if k not in used}
         if method in BODY_METHODS:
             body, has_body = (rest, True) if rest else (None, False)
         else:
             query += query_items(rest)
+            in_url |= set(rest)
     if has_body and not any(k.lower() == "content-type" for k, _ in headers):
         headers.append(("Content-Type", "application/json"))
     full = join(base.path, path)
@@ -149,15 +152,20 @@ def build(binding: Binding, tool: Tool, args: Mapping[str, Any]) -> HttpRequest:
     )
     size = len(request.url)
     if size > MAX_URL:
+        named = _longest(values, in_url)
         raise InvalidParams(
-            f"the URL would be {size} characters long, more than the {MAX_URL} a request may have{_longest(values)}"
+            f"the URL would be {size} characters long, more than the {MAX_URL} a request may have{named}"
         )
     return request
 
 
-def _longest(values: Mapping[str, Any]) -> str:
-    """Which argument made a URL too long: the one whose text is longest, as `; 'name' is N characters`."""
-    sizes = {name: len(quote(scalar_text(value), safe="")) for name, value in values.items() if value is not None}
+def _longest(values: Mapping[str, Any], in_url: set[str]) -> str:
+    """Which argument made a URL too long: of those in the URL, the one whose encoded text is longest."""
+    sizes = {
+        name: len(quote(scalar_text(value), safe=""))
+        for name, value in values.items()
+        if name in in_url and value is not None
+    }
     if not sizes:
         return ""
     name = max(sizes, key=lambda n: sizes[n])
