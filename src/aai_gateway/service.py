@@ -41,6 +41,7 @@ from aai_gateway.executors import Executor, ToolCall
 from aai_gateway.history import HISTORY_FILE, HistoryStore, Recorder, Redactor, known_secrets
 from aai_gateway.problems import describe, pointer
 from aai_gateway.spelling import Spelling, spelling
+from aai_gateway.text import printable, unencodable
 
 log = logging.getLogger("aai_gateway.calls")
 
@@ -168,9 +169,10 @@ class Gateway:
         """
         call_id = os.urandom(6).hex()  # as random as uuid4().hex[:12], for a fraction of its cost
         args = {} if args is None else args
-        where = (call_id, caller.name, app_id, tool_name)
+        shown_app, shown_tool = printable(app_id), printable(tool_name)  # what the log and history can write
+        where = (call_id, caller.name, shown_app, shown_tool)
         pending = self._recorder.begin(
-            call_id, caller=caller.name, transport=caller.transport, app=app_id, tool=tool_name, args=args
+            call_id, caller=caller.name, transport=caller.transport, app=shown_app, tool=shown_tool, args=args
         )
         started = time.perf_counter()
         try:
@@ -218,6 +220,7 @@ class Gateway:
         return ConsentGate(self.settings)
 
     async def _call(self, app_id: str, tool_name: str, args: Mapping[str, Any], caller: Caller) -> Any:
+        _check_text(app_id, tool_name, args)
         if self.settings.require_history and (trouble := self.history.trouble()) is not None:
             raise AutomationFailed(
                 f"refused: requireHistory is set and {trouble.describe()}; calls are taken again once it can be written"
@@ -365,12 +368,16 @@ def _batch_entry(index: int, raw: Any) -> BatchEntry | AaiError:
         return InvalidParams(f"{where}.args must be an object of named arguments, got {type(args).__name__}")
     extra = sorted(set(raw) - {"app", "tool", "args"})
     if extra:
-        return InvalidParams(f"{where} has unknown keys {', '.join(map(str, extra))}; it takes app, tool and args")
+        return InvalidParams(
+            f"{where} has unknown keys {', '.join(printable(str(k)) for k in extra)}; it takes app, tool and args"
+        )
     return BatchEntry(app, tool, args or {})
 
 
 def _batch_report(entry: BatchEntry | AaiError, status: str, duration_ms: float = 0.0, **more: Any) -> dict[str, Any]:
-    report: dict[str, Any] = {"app": entry.app, "tool": entry.tool} if isinstance(entry, BatchEntry) else {}
+    report: dict[str, Any] = (
+        {"app": printable(entry.app), "tool": printable(entry.tool)} if isinstance(entry, BatchEntry) else {}
+    )
     report["status"] = status
     if status != "skipped":
         report["durationMs"] = round(duration_ms, 3)
@@ -400,6 +407,16 @@ def _ask_once(ask: Ask, entries: Sequence[BatchEntry | AaiError], batch_name: st
 
 def _fingerprints(apps: list[Descriptor]) -> dict[str, str]:
     return {a.app_id: json.dumps(a.to_json(), sort_keys=True, ensure_ascii=False) for a in apps}
+
+
+def _check_text(app_id: str, tool_name: str, args: Any) -> None:
+    """Every string of a call must encode as UTF-8: one holding half of a surrogate pair (a lone `\\ud800`
+    escape) is no text an app can take, nor one the history and the answer can hold."""
+    field = unencodable({"app": app_id, "tool": tool_name, "args": args}, "")
+    if field is not None:
+        raise InvalidParams(
+            f"{field[1:]} holds half of a surrogate pair (a lone \\ud800-\\udfff escape), which is not text"
+        )
 
 
 def _field(path: Any) -> str:

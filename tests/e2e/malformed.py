@@ -74,7 +74,9 @@ CASES: list[Case] = [
     Case("UTF-8 surrogate", _text(b"\xed\xa0\x80"), PARSE_ERROR),
     Case("truncated UTF-8", _text(b"\xe2\x82"), PARSE_ERROR),
     Case("invalid UTF-8 in a key", b'{"jsonrpc":"2.0","id":1,"method":"ping","\xff":1}', PARSE_ERROR),
-    Case("lone surrogate escape", _text(b"\\ud800"), PARSE_ERROR),
+    # half a surrogate pair outside a call's arguments (in an argument it is that call's INVALID_PARAMS)
+    Case("lone surrogate escape in a tool name", _text(b"x").replace(b"aai_exec", b"aai_\\udc00exec"), PARSE_ERROR),
+    Case("lone surrogate escape in an id", b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}', PARSE_ERROR),
     Case("NUL byte", b"\x00", PARSE_ERROR),
     Case("UTF-16", PING.decode().encode("utf-16-le"), PARSE_ERROR),
     Case("nested 10,000 deep in args", _deep(10_000), PARSE_ERROR),

@@ -302,7 +302,7 @@ def test_invalid_header_names_are_a_descriptor_problem(name: str) -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["../", "%2e%2e/", "?x=1#", "a\r\nb", "\x00", "'; DROP TABLE tasks; --", "$(id)", "提醒事项", "x" * 100_000],
+    ["../", "%2e%2e/", "?x=1#", "a\r\nb", "\x00", "'; DROP TABLE tasks; --", "$(id)", "提醒事项", "x" * 60_000],
 )
 def test_hostile_values_reach_query_and_body_as_plain_data(value: str) -> None:
     request = a_request(

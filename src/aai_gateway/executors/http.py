@@ -101,8 +101,9 @@ class HttpExecutor:
         except TimeoutError:
             raise Timeout(f"{call.app.app_id} did not answer {request} within {call.timeout:g} s") from None
         except AaiError as exc:
-            if any(secret in exc.detail for secret in exchange.secrets):
-                raise type(exc)(redact(exc.detail, exchange.secrets)) from None
+            detail = redact(exc.detail, exchange.secrets)
+            if detail != exc.detail:
+                raise type(exc)(detail) from None
             raise
         return redact(result, exchange.secrets)
 
@@ -187,7 +188,10 @@ class HttpExecutor:
             headers.append((cred.name.encode("ascii"), cred.value.reveal().encode("utf-8")))
         elif cred is not None:
             pair = urlencode([(cred.name, cred.value.reveal())], quote_via=quote)
-            url = httpx2.URL(f"{url}{'&' if url.query else '?'}{pair}")
+            try:
+                url = httpx2.URL(f"{url}{'&' if url.query else '?'}{pair}")
+            except httpx2.InvalidURL:
+                raise InvalidParams(f"the URL of {attempt} with the {ex.spec.noun} is too long to send") from None
         remaining = max(0.001, ex.deadline - asyncio.get_running_loop().time())
         client = self._http()
         outgoing = client.build_request(

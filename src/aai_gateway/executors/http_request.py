@@ -32,6 +32,8 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 PATH_PLACEHOLDER = re.compile(r"\$?\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+MAX_URL = 65536
+"""The longest URL the HTTP client sends, in characters (httpx's own limit)."""
 DOT_SEGMENTS = frozenset({".", ".."})
 
 
@@ -118,23 +120,26 @@ def build(binding: Binding, tool: Tool, args: Mapping[str, Any]) -> HttpRequest:
     if binding.automation == "restapi" or "endpoint" in opts:
         path, query, used = render_path(str(opts.get("endpoint") or ""), values)
         query += query_items(_render_present(_mapping(opts.get("query_params")), values))
+        in_url = used | templates.names(_mapping(opts.get("query_params")))
         if opts.get("body") is not None:
             body, has_body = _render_present(opts["body"], values), True
     else:
         if not isinstance(opts.get("path"), str):
             raise AaiJsonInvalid(f"tool {tool.name} gives no execution.path")
         path, query, used = render_path(opts["path"], values)
+        in_url = set(used)
         used |= templates.names(header_templates)
         rest = {k: v for k, v in args.items() if k not in used}
         if method in BODY_METHODS:
             body, has_body = (rest, True) if rest else (None, False)
         else:
             query += query_items(rest)
+            in_url |= set(rest)
     if has_body and not any(k.lower() == "content-type" for k, _ in headers):
         headers.append(("Content-Type", "application/json"))
     full = join(base.path, path)
     parser = opts.get("output_parser")
-    return HttpRequest(
+    request = HttpRequest(
         method=method,
         base=base,
         path=full,
@@ -145,6 +150,26 @@ def build(binding: Binding, tool: Tool, args: Mapping[str, Any]) -> HttpRequest:
         parser=str(parser) if parser is not None else None,
         used=frozenset(used),
     )
+    size = len(request.url)
+    if size > MAX_URL:
+        named = _longest(values, in_url)
+        raise InvalidParams(
+            f"the URL would be {size} characters long, more than the {MAX_URL} a request may have{named}"
+        )
+    return request
+
+
+def _longest(values: Mapping[str, Any], in_url: set[str]) -> str:
+    """Which argument made a URL too long: of those in the URL, the one whose encoded text is longest."""
+    sizes = {
+        name: len(quote(scalar_text(value), safe=""))
+        for name, value in values.items()
+        if name in in_url and value is not None
+    }
+    if not sizes:
+        return ""
+    name = max(sizes, key=lambda n: sizes[n])
+    return f"; argument '{name}' is {sizes[name]} characters long once encoded"
 
 
 def render_path(template: str, values: Mapping[str, Any]) -> tuple[str, list[tuple[str, str]], set[str]]:
@@ -231,8 +256,19 @@ def render_headers(header_templates: Mapping[str, Any], values: Mapping[str, Any
         text = scalar_text(value)
         if CONTROL.search(text):
             raise InvalidParams(f"header {name}: a value may not contain line breaks or control characters")
+        if text.strip(" \t") != text:  # whitespace around a value is not part of it (RFC 9110 5.5)
+            text = text.strip(" \t")
+            if not text:
+                raise InvalidParams(
+                    f"header {name}{_from(header_templates.get(name))}: a value may not be only whitespace"
+                )
         headers[name.lower()] = (name, text)
     return list(headers.values())
+
+
+def _from(template: Any) -> str:
+    found = sorted(templates.names(template))
+    return f" (from argument '{found[0]}')" if len(found) == 1 else ""
 
 
 def scalar_text(value: Any) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from aai_gateway.errors import AaiError, ApiRequestFailed, AuthExpired, AuthRequired, AutomationFailed, PermissionDenied
 from aai_gateway.http_methods import IDEMPOTENT
+from aai_gateway.secret_forms import all_forms
 
 RETRY_STATUSES = frozenset({429, 503})
 REDACTED = "[redacted]"
@@ -47,18 +48,22 @@ def excerpt(body: str, limit: int = BODY_EXCERPT) -> str:
 
 
 def redact(value: Any, secrets: Collection[str]) -> Any:
-    """`value` with every secret replaced, in strings and object keys at any depth."""
-    secrets = [s for s in secrets if s]
-    if not secrets:
-        return value
+    """`value` with every secret replaced, in every form it travels in (as sent, percent-encoded,
+    JSON-escaped, base64), in strings and object keys at any depth."""
+    found = all_forms(s for s in secrets if s)
+    return _cut(value, found) if found else value
+
+
+def _cut(value: Any, found: list[str]) -> Any:
     if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, REDACTED)
+        for secret in found:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
         return value
     if isinstance(value, list):
-        return [redact(v, secrets) for v in value]
+        return [_cut(v, found) for v in value]
     if isinstance(value, dict):
-        return {redact(k, secrets): redact(v, secrets) for k, v in value.items()}
+        return {_cut(k, found): _cut(v, found) for k, v in value.items()}
     return value
 
 

@@ -13,6 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from aai_gateway.secret_forms import MIN_LENGTH, all_forms
+from aai_gateway.text import printable
+
 MASK = "[redacted]"
 SECRET_PARTS = (
     "password",
@@ -50,8 +53,9 @@ class Redactor:
     """Redacts JSON values against an optional schema, and known secret strings out of any text."""
 
     def __init__(self, secrets: Iterable[str] = (), max_string: int = MAX_STRING) -> None:
-        # Longest first, so that a secret containing another is cut whole; very short ones would mask noise.
-        self._secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+        self._given = [s for s in secrets if len(s) >= MIN_LENGTH]  # very short ones would mask noise
+        # Every form each one travels in (percent-encoded, JSON-escaped, …), longest first.
+        self._secrets = all_forms(self._given)
         self.max_string = max_string
 
     def value(
@@ -69,9 +73,10 @@ class Redactor:
 
     def also(self, secrets: Iterable[str]) -> Redactor:
         """This redactor with more secrets to cut out of text (a call's masked argument values)."""
-        return Redactor([*self._secrets, *secrets], self.max_string)
+        return Redactor([*self._given, *secrets], self.max_string)
 
     def text(self, text: str) -> str:
+        text = printable(text)
         for secret in self._secrets:
             text = text.replace(secret, MASK)
         return text
@@ -82,7 +87,9 @@ class Redactor:
             for key, item in value.items():
                 below = _expand(_property(schemas, str(key)), root)
                 secret = secret_key(key) or any(sensitive(s) for s in below)
-                out[str(key)] = _mask(item, hidden) if secret else self._walk(item, below, root, limit, hidden)
+                out[printable(str(key))] = (
+                    _mask(item, hidden) if secret else self._walk(item, below, root, limit, hidden)
+                )
             return out
         if isinstance(value, list | tuple):
             items = []

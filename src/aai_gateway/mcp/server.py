@@ -30,6 +30,7 @@ from aai_gateway.mcp.errors import answer, resource_not_found, unknown_tool
 from aai_gateway.mcp.names import APP_PREFIX, Names, Target
 from aai_gateway.mcp.notify import Notifier
 from aai_gateway.service import MAX_BATCH, Caller, Gateway
+from aai_gateway.text import unencodable
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +164,9 @@ class GatewayServer:
                 content=[types.TextContent(type="text", text=json.dumps(report, ensure_ascii=False))],
                 structured_content=report,
             )
+        field = unencodable(arguments, "")
+        if field is not None:
+            raise InvalidParams(f"{field[1:]} holds half of a surrogate pair (a lone \\ud800-\\udfff escape)")
         url = arguments.get("url")
         if not isinstance(url, str) or not url.strip():
             raise InvalidParams(f"{self.names.discover} needs 'url' as a non-empty string: a web app's domain or URL")

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import BinaryIO, cast
 
 import anyio
+import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
@@ -18,7 +19,7 @@ from aai_gateway.mcp.reload import keep_fresh
 from aai_gateway.mcp.sdk_private import ReadStream, WriteStream
 from aai_gateway.mcp.server import GatewayServer
 from aai_gateway.mcp.wire.early import Early
-from aai_gateway.mcp.wire.jsonrpc import Refusal, read
+from aai_gateway.mcp.wire.jsonrpc import Message, Refusal, has_lone_surrogates, read, surrogate_refusal
 from aai_gateway.mcp.wire.screen import refusal_message, sdk_message
 from aai_gateway.service import Gateway
 
@@ -33,8 +34,9 @@ class ScreenedStdin:
     A malformed line is answered through the SDK's own write stream (`answers`) and not passed on, so
     the SDK never sees a line it would leave unanswered or decode with replacement characters."""
 
-    def __init__(self, source: BinaryIO) -> None:
+    def __init__(self, source: BinaryIO, server: GatewayServer) -> None:
         self._source = source
+        self._server = server
         self.answers: WriteStream[SessionMessage] | None = None
 
     def __aiter__(self) -> AsyncIterator[str]:
@@ -45,6 +47,9 @@ class ScreenedStdin:
             if line.isspace():
                 continue
             message = read(line)
+            if isinstance(message, Message) and has_lone_surrogates(line, message):
+                await self._unparseable(message)  # the SDK's parser refuses it: answered here
+                continue
             checked = sdk_message(message) if not isinstance(message, Refusal) else message
             if not isinstance(checked, Refusal):
                 yield line.decode()
@@ -52,6 +57,22 @@ class ScreenedStdin:
             answer = refusal_message(checked)
             if answer is not None and self.answers is not None:
                 await self.answers.send(answer)
+
+    async def _unparseable(self, message: Message) -> None:
+        """A call holding half a surrogate pair in its arguments, which the SDK cannot parse: answered by
+        the call's own path (INVALID_PARAMS, recorded), as the fast path answers it."""
+        from aai_gateway.mcp.wire.calls import EVERY, answered, ready_caller, takeable  # noqa: PLC0415 (rare)
+
+        server = self._server
+        caller = ready_caller(server.connection, "stdio")
+        call = takeable(server, message.body, EVERY) if caller is not None else None
+        if caller is None or call is None:
+            answer = surrogate_refusal().answer
+        else:
+            version = server.connection.protocol_version if server.connection else None
+            answer = await answered(server, caller, call, version)
+        if self.answers is not None and answer is not None:
+            await self.answers.send(SessionMessage(types.jsonrpc_message_adapter.validate_python(answer)))
 
 
 @contextmanager
@@ -87,7 +108,7 @@ async def _streams(server: GatewayServer, early: Early | None) -> AsyncIterator[
             log.debug("serving stdio through worker threads: %s", exc)
     if pipes is None:
         with claimed_stdin() as source:
-            stdin = ScreenedStdin(source)
+            stdin = ScreenedStdin(source, server)
             # the SDK reads any async iterable of lines; its annotation names the anyio file it makes itself
             async with stdio_server(stdin=cast("anyio.AsyncFile[str]", stdin)) as (read_stream, write_stream):
                 stdin.answers = write_stream

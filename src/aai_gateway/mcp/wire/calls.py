@@ -43,6 +43,9 @@ from aai_gateway.service import Caller
 log = logging.getLogger(__name__)
 
 TAKEN = frozenset({"exec", "direct"})
+EVERY = frozenset({"exec", "direct", "batch", "guide", "discover"})
+"""Every kind of tool: a call the SDK cannot parse (half a surrogate pair in its arguments) is served
+by the wire whatever the tool."""
 
 
 class LineWriter(Protocol):
@@ -127,8 +130,9 @@ def ready_caller(connection: Connection | None, transport: str) -> Caller | None
     return Caller(name=client_name(connection.client_params), transport=transport, ask=ask)
 
 
-def takeable(server: GatewayServer, message: dict[str, Any]) -> Call | None:
-    """The call in a JSON-RPC message when it is a `tools/call` of an operation the fast paths take, else None."""
+def takeable(server: GatewayServer, message: dict[str, Any], kinds: frozenset[str] = TAKEN) -> Call | None:
+    """The call in a JSON-RPC message when it is a `tools/call` of a tool of `kinds` (by default those the
+    fast paths take), else None."""
     params = message.get("params")
     if message.get("method") != "tools/call" or not isinstance(params, dict):
         return None
@@ -139,7 +143,7 @@ def takeable(server: GatewayServer, message: dict[str, Any]) -> Call | None:
     if not (arguments is None or isinstance(arguments, dict)):
         return None
     target = server.names.resolve(name)
-    if target is None or target.kind not in TAKEN:
+    if target is None or target.kind not in kinds:
         return None
     return Call(request_id, target, arguments or {})
 

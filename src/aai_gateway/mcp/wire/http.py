@@ -31,8 +31,18 @@ from starlette.types import Receive, Scope, Send
 
 from aai_gateway.mcp.sdk_private import holding, open_transport
 from aai_gateway.mcp.server import GatewayServer
-from aai_gateway.mcp.wire.calls import Call, answered, ready_caller, takeable
-from aai_gateway.mcp.wire.jsonrpc import Message, Refusal, cancelled_id, encoded, error, read, request_key
+from aai_gateway.mcp.wire.calls import EVERY, TAKEN, Call, answered, ready_caller, takeable
+from aai_gateway.mcp.wire.jsonrpc import (
+    Message,
+    Refusal,
+    cancelled_id,
+    encoded,
+    error,
+    has_lone_surrogates,
+    read,
+    request_key,
+    surrogate_refusal,
+)
 from aai_gateway.mcp.wire.screen import sdk_message
 from aai_gateway.service import Caller
 
@@ -83,7 +93,17 @@ class HttpCalls:
         if isinstance(message, Refusal):
             await _refuse(send, message, session_id)
             return None
-        if self.fast and session_id is not None and await self._served(session_id, message, send):
+        # The SDK's parser refuses half a surrogate pair, so a call holding one is served here, fast or not.
+        unparseable = has_lone_surrogates(body, message)
+        kinds = EVERY if unparseable else TAKEN
+        if (
+            (self.fast or unparseable)
+            and session_id is not None
+            and await self._served(session_id, message, send, kinds)
+        ):
+            return None
+        if unparseable:
+            await _refuse(send, surrogate_refusal(), session_id)
             return None
         checked = sdk_message(message)
         if isinstance(checked, Refusal):
@@ -91,7 +111,7 @@ class HttpCalls:
             return None
         return replay
 
-    async def _served(self, session_id: str, message: Message, send: Send) -> bool:
+    async def _served(self, session_id: str, message: Message, send: Send, kinds: frozenset[str]) -> bool:
         """Whether the message was a call (or the cancelling of one) this front answered."""
         method = message.method
         if method not in ("tools/call", "notifications/cancelled"):
@@ -103,7 +123,7 @@ class HttpCalls:
             return False
         if method == "notifications/cancelled":
             return await self._cancel(session_id, message.body, send)
-        call = takeable(self.server, message.body)
+        call = takeable(self.server, message.body, kinds)
         if call is None or (session_id, request_key(call.request_id)) in self._running:
             return False
         with holding(transport):

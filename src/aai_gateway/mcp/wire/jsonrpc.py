@@ -49,8 +49,8 @@ def read(data: bytes) -> Message | Refusal:
         return _parse_error(f"nested deeper than {MAX_DEPTH} levels")
     except ValueError as exc:
         return _parse_error(exc.args[0] if exc.args else "not JSON")
-    if (b"\\ud" in data or b"\\uD" in data) and not _whole_unicode(body):
-        return _parse_error("a \\u escape names half of a surrogate pair")
+    if (b"\\ud" in data or b"\\uD" in data) and not _whole_unicode(_outside_arguments(body)):
+        return surrogate_refusal()
     if isinstance(body, list):
         return _invalid(None, "batches are not supported (MCP sends one message at a time)")
     if not isinstance(body, dict):
@@ -129,6 +129,26 @@ def _whole_unicode(body: object) -> bool:
     except RecursionError:
         return True  # refused for its depth next
     return True
+
+
+def surrogate_refusal() -> Refusal:
+    return _parse_error("a \\u escape names half of a surrogate pair")
+
+
+def _outside_arguments(body: object) -> object:
+    """`body` without the arguments of a `tools/call`: half a surrogate pair there is the call's invalid
+    parameter, refused and recorded by the call's own path (which names the field); anywhere else in a
+    message (its id, its method, a tool's name) it is a parse error."""
+    if not isinstance(body, dict) or body.get("method") != "tools/call" or not isinstance(body.get("params"), dict):
+        return body
+    params = {key: value for key, value in body["params"].items() if key != "arguments"}
+    return {**body, "params": params}
+
+
+def has_lone_surrogates(data: bytes, message: Message) -> bool:
+    """Whether a message `read` let through holds half a surrogate pair (in a call's arguments): the
+    SDK's own parser refuses such a message, so the front serves it."""
+    return (b"\\ud" in data or b"\\uD" in data) and not _whole_unicode(message.body)
 
 
 def _depth(value: object) -> int:
