@@ -74,6 +74,8 @@ class Gateway:
         self.history = history
         self._recorder = Recorder(history, Redactor(known_secrets(settings)), self.find)
         self._slots = asyncio.Semaphore(settings.max_concurrent_calls)
+        self._app_slots: dict[str, asyncio.Semaphore] = {}
+        """Each app's own share of the slots, so one hung app cannot hold every slot."""
         self._running = 0
         """Calls under way; one that ends alone commits its record without waiting for others to join it."""
 
@@ -235,9 +237,20 @@ class Gateway:
         )
         executor = self._executor(binding)
         app_settings = self.settings.apps.get(app.app_id)
-        timeout = tool.timeout or (app_settings.timeout if app_settings else None) or self.settings.default_timeout
-        async with self._slots:  # maxConcurrentCalls operations at once across every session and batch
+        # the user's word for this app first, then the descriptor's for this tool, then the user's default
+        timeout = (app_settings.timeout if app_settings else None) or tool.timeout or self.settings.default_timeout
+        # the app's own share first, so calls queued for a saturated app hold none of the gateway's slots
+        async with self._app_share(app.app_id), self._slots:
             return await executor.execute(ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=timeout))
+
+    def _app_share(self, app_id: str) -> asyncio.Semaphore:
+        """The slots one app may hold at once: `apps.<id>.maxConcurrentCalls`, else `maxCallsPerApp`."""
+        share = self._app_slots.get(app_id)
+        if share is None:
+            own = self.settings.apps.get(app_id)
+            limit = (own.max_concurrent_calls if own else None) or self.settings.max_calls_per_app
+            share = self._app_slots[app_id] = asyncio.Semaphore(min(limit, self.settings.max_concurrent_calls))
+        return share
 
     async def batch(
         self, calls: Sequence[Any], caller: Caller, *, parallel: bool = True, stop_on_error: bool = False
