@@ -116,9 +116,7 @@ async def timed(client: RawClient, app: str, tool: str, **args: Any) -> tuple[fl
 
 
 @pytest.mark.hostile("limits")
-async def test_a_hung_app_leaves_slots_to_the_others(
-    bus: Bus, echo_app: None, napper: Napper, tmp_path: Path
-) -> None:
+async def test_a_hung_app_leaves_slots_to_the_others(bus: Bus, echo_app: None, napper: Napper, tmp_path: Path) -> None:
     """Sixteen hung calls to one app (the old gateway-wide limit) do not hold up a call to another."""
     env = make_env(bus, tmp_path)
     async with raw_session(env, tmp_path / "stderr.log", "limits") as client:
@@ -195,9 +193,7 @@ def config_problem(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str
     (home / ".aai").mkdir(parents=True, exist_ok=True)
     (home / ".aai" / "config.json").write_text(text, "utf-8")
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "AAI_PLATFORM": "linux"}
-    return subprocess.run(
-        [gateway_command(), "apps"], env=env, capture_output=True, text=True, timeout=30, check=False
-    )
+    return subprocess.run([gateway_command(), "apps"], env=env, capture_output=True, text=True, timeout=30, check=False)
 
 
 @pytest.mark.hostile("limits")
@@ -253,7 +249,12 @@ async def test_a_request_before_initialize_says_so(tmp_path: Path, fast: bool, m
     params = {"name": "aai_exec", "arguments": {"app": ECHO, "tool": "echo", "args": {"text": "x"}}}
     with (tmp_path / "stderr.log").open("a") as errlog:
         proc = await asyncio.create_subprocess_exec(
-            gateway_command(), "--mcp", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=errlog, env=env
+            gateway_command(),
+            "--mcp",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=errlog,
+            env=env,
         )
     client = RawClient(proc)
     try:
