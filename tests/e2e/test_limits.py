@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from dbus_fast.annotations import DBusDouble, DBusStr
 from dbus_fast.service import ServiceInterface, dbus_method
 
 from tests.e2e.raw_client import RawClient, raw_session
-from tests.support import TEST_APPS, Bus, gateway_command, install_descriptor
+from tests.support import TEST_APPS, Bus, gateway_command, install_descriptor, stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -265,3 +266,73 @@ async def test_a_request_before_initialize_says_so(tmp_path: Path, fast: bool, m
         await asyncio.wait_for(client.initialize("late"), 30)  # the session can still begin
     finally:
         await client.aclose()
+
+
+def memory_kb(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} for process {pid}")
+
+
+CALLS = 40
+ANSWER_BYTES = 1 << 20
+GROWTH_BOUND_MB = 100
+"""Before backpressure the gateway grew by 166 MB here (to 244 MB). Now stdin pauses while 4 MB of
+answers wait to be written or 16 MB of requests wait to be answered: each waiting request holds about
+four copies of its 1 MB argument (the line, the parsed text, the DBus message, the reply), so some
+64 MB, plus the 4 MB backlog held twice (encoded, and in the pipe's buffer); 100 MB leaves room for
+the allocator. Measured after: 32 to 70 MB."""
+
+
+def send(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(message).encode() + b"\n")
+    proc.stdin.flush()
+
+
+def receive(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
+    assert proc.stdout is not None
+    answer: dict[str, Any] = json.loads(proc.stdout.readline())
+    return answer
+
+
+@pytest.mark.hostile("limits")
+def test_a_client_that_stops_reading_does_not_grow_the_gateway(bus: Bus, echo_app: None, tmp_path: Path) -> None:
+    """40 calls each answering 1 MB, from a client that reads nothing until all are sent: the gateway stops
+    taking calls while its answers wait, and its peak memory stays bounded; every answer arrives after.
+    (One call at a time: dbus-fast 5.2 can fail a send with EAGAIN under several 1 MB calls at once.)"""
+    env = make_env(bus, tmp_path, apps={ECHO: {"maxConcurrentCalls": 1}})
+    with (tmp_path / "stderr.log").open("a") as errlog:
+        proc = subprocess.Popen(
+            [gateway_command(), "--mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, env=env
+        )
+    try:
+        client = {"name": "limits", "version": "1"}
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}
+        send(proc, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+        assert "result" in receive(proc)
+        send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for warm in range(1, 3):  # the fast path takes calls after the first
+            send(proc, {"jsonrpc": "2.0", "id": warm, "method": "tools/call", "params": exec_args(ECHO, "echo", text="w")})
+            assert outcome(receive(proc)) == "w"
+        at_rest = memory_kb(proc.pid, "VmRSS")
+        text = "x" * ANSWER_BYTES
+
+        def flood() -> None:
+            for n in range(CALLS):
+                call = exec_args(ECHO, "echo", text=text)
+                send(proc, {"jsonrpc": "2.0", "id": 100 + n, "method": "tools/call", "params": call})
+
+        writer = threading.Thread(target=flood, daemon=True)
+        writer.start()
+        time.sleep(8)  # nothing is read meanwhile; the gateway does what it can
+        peak = memory_kb(proc.pid, "VmHWM")
+        answers = [receive(proc) for _ in range(CALLS)]
+        writer.join(30)
+        assert sorted(a["id"] for a in answers) == list(range(100, 100 + CALLS))
+        assert all(outcome(a) == text for a in answers)
+        grown = (peak - at_rest) / 1024
+        assert grown < GROWTH_BOUND_MB, f"the gateway peaked at {peak / 1024:.0f} MB (+{grown:.0f} MB over at rest)"
+    finally:
+        stop(proc)
