@@ -314,7 +314,8 @@ def test_a_client_that_stops_reading_does_not_grow_the_gateway(bus: Bus, echo_ap
         assert "result" in receive(proc)
         send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         for warm in range(1, 3):  # the fast path takes calls after the first
-            send(proc, {"jsonrpc": "2.0", "id": warm, "method": "tools/call", "params": exec_args(ECHO, "echo", text="w")})
+            warm_call = exec_args(ECHO, "echo", text="w")
+            send(proc, {"jsonrpc": "2.0", "id": warm, "method": "tools/call", "params": warm_call})
             assert outcome(receive(proc)) == "w"
         at_rest = memory_kb(proc.pid, "VmRSS")
         text = "x" * ANSWER_BYTES
