@@ -34,6 +34,7 @@ from aai_gateway.errors import (
     AutomationFailed,
     AutomationNotSupported,
     InvalidParams,
+    Timeout,
     ToolNotFound,
 )
 from aai_gateway.executors import Executor, ToolCall
@@ -58,6 +59,9 @@ class Caller:
     name: str = "unknown"
     transport: str = "stdio"
     ask: Ask | None = field(default=None, compare=False, repr=False)
+    arrived: float | None = field(default=None, compare=False, repr=False)
+    """When the request reached the gateway (`time.monotonic()`), if it waited for the gateway to start;
+    that wait counts against the call's timeout."""
 
 
 class Gateway:
@@ -174,8 +178,9 @@ class Gateway:
             call_id, caller=caller.name, transport=caller.transport, app=app_id, tool=tool_name, args=args
         )
         started = time.perf_counter()
+        late = time.monotonic() - caller.arrived if caller.arrived is not None else 0.0
         try:
-            result = await self._counted(self._call(app_id, tool_name, args, caller))
+            result = await self._counted(self._call(app_id, tool_name, args, caller, late))
         except AaiError as exc:
             elapsed = _ms(started)
             _after_answer("call %s %s %s:%s failed %s in %.1f ms: %s", *where, exc.type, elapsed, exc.detail)
@@ -218,7 +223,9 @@ class Gateway:
         """Consent decisions, rules and pending requests (the CLI and the web UI use it too)."""
         return ConsentGate(self.settings)
 
-    async def _call(self, app_id: str, tool_name: str, args: Mapping[str, Any], caller: Caller) -> Any:
+    async def _call(
+        self, app_id: str, tool_name: str, args: Mapping[str, Any], caller: Caller, late: float = 0.0
+    ) -> Any:
         app, binding, tool = self._find_tool(await self._resolve(app_id), app_id, tool_name)
         if not isinstance(args, Mapping):
             raise InvalidParams(f"args must be an object of named arguments, got {type(args).__name__}")
@@ -239,9 +246,22 @@ class Gateway:
         app_settings = self.settings.apps.get(app.app_id)
         # the user's word for this app first, then the descriptor's for this tool, then the user's default
         timeout = (app_settings.timeout if app_settings else None) or tool.timeout or self.settings.default_timeout
+        late = max(late, 0.0)
+        if late:  # the request waited for the gateway to start: its timeout began when it arrived
+            if late >= timeout:
+                raise Timeout(
+                    f"{app.app_id} was not called: the gateway took {late:.3g} s to start (timeout {timeout:g} s)"
+                )
+            timeout -= late
         # the app's own share first, so calls queued for a saturated app hold none of the gateway's slots
         async with self._app_share(app.app_id), self._slots:
-            return await executor.execute(ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=timeout))
+            if not late:
+                return await executor.execute(ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=timeout))
+            try:
+                return await executor.execute(ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=timeout))
+            except Timeout as exc:
+                waited = f"the call waited {late:.3g} s for the gateway to start; its timeout is {timeout + late:g} s"
+                raise Timeout(f"{exc.detail} ({waited})") from None
 
     def _app_share(self, app_id: str) -> asyncio.Semaphore:
         """The slots one app may hold at once: `apps.<id>.maxConcurrentCalls`, else `maxCallsPerApp`."""

@@ -31,6 +31,7 @@ from aai_gateway.mcp.errors import answer, resource_not_found, unknown_tool
 from aai_gateway.mcp.names import APP_PREFIX, Names, Target
 from aai_gateway.mcp.notify import Notifier
 from aai_gateway.mcp.sdk_private import connection_of
+from aai_gateway.mcp.wire.early import Arrived
 from aai_gateway.service import MAX_BATCH, Caller, Gateway
 
 log = logging.getLogger(__name__)
@@ -287,7 +288,8 @@ def _batch_arguments(arguments: dict[str, Any], name: str) -> tuple[list[Any], b
 
 
 def _caller(ctx: ServerRequestContext[Any], transport: str) -> Caller:
-    return Caller(name=client_name(ctx.session.client_params), transport=transport, ask=_asker(ctx))
+    arrived = ctx.request.at if isinstance(ctx.request, Arrived) else None
+    return Caller(name=client_name(ctx.session.client_params), transport=transport, ask=_asker(ctx), arrived=arrived)
 
 
 def client_name(params: types.InitializeRequestParams | None) -> str:
