@@ -12,12 +12,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from dbus_fast import BusType
 from dbus_fast.aio import MessageBus
 from dbus_fast.annotations import DBusDouble, DBusStr
 from dbus_fast.service import ServiceInterface, dbus_method
 
+from tests.e2e.mcp_client import web_gateway
 from tests.e2e.raw_client import RawClient, raw_session
 from tests.support import TEST_APPS, Bus, gateway_command, install_descriptor, stop
 
@@ -343,3 +345,21 @@ def test_a_client_that_stops_reading_does_not_grow_the_gateway(bus: Bus, echo_ap
         assert grown < GROWTH_BOUND_MB, f"the gateway peaked at {peak / 1024:.0f} MB (+{grown:.0f} MB over at rest)"
     finally:
         stop(proc)
+
+
+@pytest.mark.hostile("limits")
+@pytest.mark.parametrize("session", [None, "no-such-session"], ids=["no-session", "unknown-session"])
+def test_a_request_before_initialize_over_http_says_why(tmp_path: Path, session: str | None) -> None:
+    """Over HTTP a session exists only once `initialize` is answered: without one the refusal says so."""
+    home = tmp_path / "home"
+    (home / ".aai").mkdir(parents=True)
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "AAI_PLATFORM": "linux"}
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+    if session is not None:
+        headers["Mcp-Session-Id"] = session
+    with web_gateway(env, tmp_path / "stderr.log") as url:
+        answer = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=headers)
+    assert answer.status_code == (400 if session is None else 404)
+    error = answer.json()["error"]
+    assert error["code"] == -32600
+    assert error["message"] == ("Bad Request: Missing session ID" if session is None else "Session not found")
