@@ -176,6 +176,7 @@ def _serve_mcp(settings: Settings) -> None:
     if early is not None:
         early.answer_initialize(wait=True)
         early.answer_listing(gateway)
+        early.keep_reading()  # requests sent meanwhile are timed from their arrival
     from aai_gateway.mcp.stdio import serve_stdio
 
     serve_stdio(gateway, early)

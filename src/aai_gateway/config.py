@@ -6,8 +6,9 @@ A missing file means defaults. An unknown key or a wrong type is a `ConfigError`
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib.resources import files
@@ -56,6 +57,8 @@ class AppSettings:
     client_secret: Secret | None = None
     api_key: Secret | None = None
     redirect_port: int = 0
+    max_concurrent_calls: int | None = None
+    """This app's share of the gateway's slots; None: `maxCallsPerApp`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +98,10 @@ class Settings:
     """The environment variable `mcpToken` names; None: the token file `<AAI home>/mcp-token`."""
     mcp_token_value: Secret | None = None
     """That variable's value, when it is set (it is checked when `--web` starts, not here)."""
-    max_concurrent_calls: int = 16
+    max_concurrent_calls: int = 32
     """Operations running at once across the whole gateway (and the parallelism of one aai:batch)."""
+    max_calls_per_app: int = 16
+    """Operations running at once for one app, so a hung app leaves the other slots to the others."""
     web_allow_http_loopback: bool = False
     web_allow_private_networks: bool = False
     web_cache_ttl_hours: float = 24.0
@@ -214,9 +219,12 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: must be a JSON object of settings, got {type(data).__name__}")
     try:
+        unreal = [f"{path}: key '{where}': must be a finite number, got {value}" for where, value in _non_finite(data)]
         errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     except RecursionError:
         raise ConfigError(f"{path}: the settings are nested too deeply to check") from None
+    if unreal:  # Python's json reads NaN, Infinity and 1e400, which JSON Schema's bounds let through
+        raise ConfigError("\n".join(unreal))
     if errors:
         lines = []
         for err in errors:
@@ -237,6 +245,18 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def _non_finite(value: Any, where: tuple[str, ...] = ()) -> Iterator[tuple[str, float]]:
+    """Each NaN or infinity in `value`, with its key spelled as in ConfigError messages."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield "/".join(where), value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_finite(item, (*where, str(key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _non_finite(item, (*where, str(index)))
+
+
 def _secret(app_id: str, key: str, raw: Any, env: Mapping[str, str]) -> Secret | None:
     if raw is None:
         return None
@@ -255,6 +275,7 @@ def _app_settings(app_id: str, raw: Mapping[str, Any], env: Mapping[str, str]) -
         client_secret=_secret(app_id, "clientSecret", raw.get("clientSecret"), env),
         api_key=_secret(app_id, "apiKey", raw.get("apiKey"), env),
         redirect_port=raw.get("redirectPort", 0),
+        max_concurrent_calls=raw.get("maxConcurrentCalls"),
     )
 
 
@@ -301,7 +322,8 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         max_descriptor_bytes=data.get("maxDescriptorBytes", 1024 * 1024),
         history_retention_days=float(data.get("historyRetentionDays", 30)),
         require_history=data.get("requireHistory", False),
-        max_concurrent_calls=data.get("maxConcurrentCalls", 16),
+        max_concurrent_calls=data.get("maxConcurrentCalls", 32),
+        max_calls_per_app=data.get("maxCallsPerApp", 16),
         fast_stdio=data.get("fastStdio", True),
         fast_http=data.get("fastHttp", True),
         mcp_auth=data.get("mcpAuth", "remote"),

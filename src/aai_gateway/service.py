@@ -35,6 +35,7 @@ from aai_gateway.errors import (
     AutomationFailed,
     AutomationNotSupported,
     InvalidParams,
+    Timeout,
     ToolNotFound,
 )
 from aai_gateway.executors import Executor, ToolCall
@@ -60,6 +61,9 @@ class Caller:
     name: str = "unknown"
     transport: str = "stdio"
     ask: Ask | None = field(default=None, compare=False, repr=False)
+    arrived: float | None = field(default=None, compare=False, repr=False)
+    """When the request reached the gateway (`time.monotonic()`), if it waited for the gateway to start;
+    that wait counts against the call's timeout."""
 
 
 class Gateway:
@@ -76,6 +80,8 @@ class Gateway:
         self.history = history
         self._recorder = Recorder(history, Redactor(known_secrets(settings)), self.find)
         self._slots = asyncio.Semaphore(settings.max_concurrent_calls)
+        self._app_slots: dict[str, asyncio.Semaphore] = {}
+        """Each app's own share of the slots, so one hung app cannot hold every slot."""
         self._running = 0
         """Calls under way; one that ends alone commits its record without waiting for others to join it."""
 
@@ -175,8 +181,9 @@ class Gateway:
             call_id, caller=caller.name, transport=caller.transport, app=shown_app, tool=shown_tool, args=args
         )
         started = time.perf_counter()
+        late = time.monotonic() - caller.arrived if caller.arrived is not None else 0.0
         try:
-            result = await self._counted(self._call(app_id, tool_name, args, caller))
+            result = await self._counted(self._call(app_id, tool_name, args, caller, late))
         except AaiError as exc:
             elapsed = _ms(started)
             _after_answer("call %s %s %s:%s failed %s in %.1f ms: %s", *where, exc.type, elapsed, exc.detail)
@@ -219,7 +226,9 @@ class Gateway:
         """Consent decisions, rules and pending requests (the CLI and the web UI use it too)."""
         return ConsentGate(self.settings)
 
-    async def _call(self, app_id: str, tool_name: str, args: Mapping[str, Any], caller: Caller) -> Any:
+    async def _call(
+        self, app_id: str, tool_name: str, args: Mapping[str, Any], caller: Caller, late: float = 0.0
+    ) -> Any:
         _check_text(app_id, tool_name, args)
         if self.settings.require_history and (trouble := self.history.trouble()) is not None:
             raise AutomationFailed(
@@ -243,9 +252,33 @@ class Gateway:
         )
         executor = self._executor(binding)
         app_settings = self.settings.apps.get(app.app_id)
-        timeout = tool.timeout or (app_settings.timeout if app_settings else None) or self.settings.default_timeout
-        async with self._slots:  # maxConcurrentCalls operations at once across every session and batch
-            return await executor.execute(ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=timeout))
+        # the user's word for this app first, then the descriptor's for this tool, then the user's default
+        timeout = (app_settings.timeout if app_settings else None) or tool.timeout or self.settings.default_timeout
+        late = max(late, 0.0)
+        if late:  # the request waited for the gateway to start: its timeout began when it arrived
+            if late >= timeout:
+                raise Timeout(
+                    f"{app.app_id} was not called: the gateway took {late:.3g} s to start (timeout {timeout:g} s)"
+                )
+            timeout -= late
+        # the app's own share first, so calls queued for a saturated app hold none of the gateway's slots
+        async with self._app_share(app.app_id), self._slots:
+            if not late:
+                return await executor.execute(ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=timeout))
+            try:
+                return await executor.execute(ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=timeout))
+            except Timeout as exc:
+                waited = f"the call waited {late:.3g} s for the gateway to start; its timeout is {timeout + late:g} s"
+                raise Timeout(f"{exc.detail} ({waited})") from None
+
+    def _app_share(self, app_id: str) -> asyncio.Semaphore:
+        """The slots one app may hold at once: `apps.<id>.maxConcurrentCalls`, else `maxCallsPerApp`."""
+        share = self._app_slots.get(app_id)
+        if share is None:
+            own = self.settings.apps.get(app_id)
+            limit = (own.max_concurrent_calls if own else None) or self.settings.max_calls_per_app
+            share = self._app_slots[app_id] = asyncio.Semaphore(min(limit, self.settings.max_concurrent_calls))
+        return share
 
     async def batch(
         self, calls: Sequence[Any], caller: Caller, *, parallel: bool = True, stop_on_error: bool = False

@@ -21,8 +21,8 @@ def echo(text: str) -> dict[str, Any]:
 
 
 async def test_more_calls_than_a_bus_connection_may_have_pending_all_succeed(echo_gateway: Gateway) -> None:
-    """The bus lets one connection wait for 128 replies; 1,000 calls at once wait for one of 16 slots instead."""
-    assert echo_gateway.settings.max_concurrent_calls == 16
+    """The bus lets one connection wait for 128 replies; 1,000 calls to one app wait for its 16 slots."""
+    assert (echo_gateway.settings.max_concurrent_calls, echo_gateway.settings.max_calls_per_app) == (32, 16)
     outcomes = await asyncio.gather(
         *(echo_gateway.call("dev.aai.echo", "echo", {"text": str(i)}, CLI) for i in range(1000)), return_exceptions=True
     )

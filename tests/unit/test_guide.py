@@ -6,7 +6,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
-from aai_gateway.descriptor.guide import catalogue_entry, guide, hint_words
+from aai_gateway.descriptor.guide import LIMITS, catalogue_entry, guide, hint_words
 from aai_gateway.descriptor.model import Annotations, Binding, Descriptor, Name, Tool
 from aai_gateway.descriptor.parameters import parameter_lines
 from aai_gateway.descriptor.validate import load
@@ -40,6 +40,7 @@ def test_guide_matches_the_layout_of_seed_004() -> None:
         "- Description: Task and reminder management\n\n"
         "## Authentication\n\nUses OS-level consent (TCC). First execution shows native dialog.\n\n"
         "## Retries\n\nmacos: macOS starts the app when a call addresses it; a call is never repeated.\n\n"
+        f"{LIMITS}\n\n"
         "## Available Operations\n\n### create_reminder\n\nCreate a new reminder\n\n**Parameters**:\n\n"
         "- title (string, required): Reminder title\n- due (string, optional): Due datetime YYYY-MM-DD HH:MM\n"
         '- list (string, optional): List name\n\n**Example**:\naai:exec({\napp: "com.example.reminders",\n'

@@ -58,6 +58,7 @@ def guide(app: Descriptor, platform: str, *, site: str | None = None, exec_name:
     lines += [_auth_text(b) for b in served] or ["None."]
     lines += ["", "## Retries", ""]
     lines += [_retry_text(b) for b in served] or ["None."]
+    lines += ["", LIMITS]
     lines += ["", "## Available Operations", ""]
     for binding, tool in app.tools(platform):
         lines += _operation(site or app.app_id, binding, tool, exec_name)
@@ -75,6 +76,11 @@ _HTTP = (
 )
 _MACOS = "macOS starts the app when a call addresses it; a call is never repeated."
 NEVER = "A call is never repeated."
+LIMITS = (
+    "Timeouts and limits: each call ends with TIMEOUT after the user's timeout for this app, else the "
+    "operation's own, else the user's default (30 s unless set). At most a few calls to one app run at once "
+    "(the user's maxCallsPerApp, 16 unless set); more wait their turn, and calls to other apps are not held up."
+)
 RETRY_TEXT = {
     "dbus": _ACTIVATED,
     "ipc": _ACTIVATED,

@@ -17,15 +17,17 @@ import fcntl
 import logging
 import os
 import stat
+from collections import deque
 from collections.abc import Callable
 from contextlib import suppress
 from types import TracebackType
-from typing import BinaryIO, Self
+from typing import BinaryIO, Self, cast
 
 import anyio
-from mcp.shared.message import SessionMessage
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types import JSONRPCError, JSONRPCResponse
 
+from aai_gateway.mcp.wire.early import Arrived
 from aai_gateway.mcp.wire.jsonrpc import PARSE_ERROR, Refusal, encoded, error
 from aai_gateway.mcp.wire.screen import screened
 
@@ -33,6 +35,11 @@ log = logging.getLogger(__name__)
 
 LINE_LIMIT = 1 << 30
 """Longest request line accepted; the SDK's transport sets none, and arguments may carry megabytes."""
+BACKLOG_LIMIT = 4 << 20
+"""Bytes of answers waiting for a client that does not read, beyond which no new request is read."""
+HELD_LIMIT = 16 << 20
+"""Bytes of requests taken and not answered yet, beyond which no new request is read (each holds a few
+copies of its arguments while it runs). Large, as a call waiting for the client's consent holds it too."""
 
 
 class _Closing:
@@ -58,11 +65,24 @@ class PipeReader(_Closing):
     def __init__(self, reader: asyncio.StreamReader, writer: PipeWriter) -> None:
         self._reader = reader
         self._writer = writer
+        self._skip = 0
+        self._arrivals: deque[float] = deque()
+
+    def arrivals(self, skip: int, arrivals: deque[float]) -> None:
+        """The lines read before the pipes opened: after the first `skip`, when each arrived."""
+        self._skip, self._arrivals = skip, arrivals
+
+    def _arrived(self) -> float | None:
+        if self._skip:
+            self._skip -= 1
+            return None
+        return self._arrivals.popleft() if self._arrivals else None
 
     async def receive(self) -> SessionMessage | Exception:
         while True:
             try:
                 line = await self._reader.readline()
+                arrived = self._arrived() if self._arrivals else None
             except ValueError:  # longer than LINE_LIMIT: the reader has dropped it
                 await self._writer.send_line(encoded(error(None, PARSE_ERROR, "Parse error: line longer than 1 GiB")))
                 continue
@@ -73,6 +93,8 @@ class PipeReader(_Closing):
             if line.isspace():
                 continue
             message = screened(line)
+            if isinstance(message, SessionMessage) and arrived is not None:
+                return SessionMessage(message.message, metadata=ServerMessageMetadata(request_context=Arrived(arrived)))
             if not isinstance(message, Refusal):
                 return message
             if message.answer is not None:
@@ -95,6 +117,10 @@ class PipeWriter(_Closing):
         self._writer = writer
         self.answered: set[int | str] = set()
         """Requests answered before the SDK took over; the SDK's own answers to them are not sent."""
+        self.stdin: asyncio.ReadTransport | None = None
+        """Paused while more than BACKLOG_LIMIT bytes of answers wait, so that a client that stops
+        reading stops the gateway taking (and answering into memory) further requests."""
+        self._held = 0
 
     async def send(self, item: SessionMessage, /) -> None:
         message = item.message
@@ -110,10 +136,25 @@ class PipeWriter(_Closing):
         if self._writer.is_closing():
             raise anyio.ClosedResourceError
         self._writer.write(line + b"\n")
+        self._throttle()
         try:
             await self._writer.drain()
         except ConnectionError as exc:
             raise anyio.BrokenResourceError from exc
+        self._throttle()
+
+    def hold(self, size: int) -> None:
+        """Count `size` bytes of requests taken (negative: answered) towards pausing stdin."""
+        self._held += size
+        self._throttle()
+
+    def _throttle(self) -> None:
+        if self.stdin is None:
+            return
+        if self._writer.transport.get_write_buffer_size() > BACKLOG_LIMIT or self._held > HELD_LIMIT:
+            self.stdin.pause_reading()
+        else:
+            self.stdin.resume_reading()
 
     async def aclose(self) -> None:
         with suppress(ConnectionError):
@@ -170,6 +211,7 @@ class Pipes:
     ) -> None:
         self.offering = offering
         self.writer = PipeWriter(writer)
+        self.writer.stdin = cast("asyncio.ReadTransport", transports[0])
         self.reader = PipeReader(offering.stream, self.writer)
         self._transports = transports
         self._wires = wires

@@ -19,6 +19,7 @@ import mcp_types as types
 from mcp import MCPError
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.connection import Connection
+from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
 from pydantic import ValidationError
 
@@ -29,6 +30,8 @@ from aai_gateway.mcp.catalogue import SERVER_NAME, instructions, tool_list
 from aai_gateway.mcp.errors import answer, resource_not_found, unknown_tool
 from aai_gateway.mcp.names import APP_PREFIX, Names, Target
 from aai_gateway.mcp.notify import Notifier
+from aai_gateway.mcp.sdk_private import connection_of
+from aai_gateway.mcp.wire.early import Arrived
 from aai_gateway.service import MAX_BATCH, Caller, Gateway
 from aai_gateway.text import unencodable
 
@@ -69,6 +72,23 @@ class _Server(Server[Any]):
         )
 
 
+NOT_INITIALISED = (
+    "Invalid request parameters: the session is not initialised; "
+    "send initialize, then notifications/initialized, before any other request"
+)
+
+
+async def _before_initialize(ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+    """The SDK's refusal of a request sent before `initialize`, saying so (same code, which clients know)."""
+    try:
+        return await call_next(ctx)
+    except MCPError as exc:
+        connection = connection_of(ctx.session)
+        if exc.error.code != types.INVALID_PARAMS or connection is None or connection.initialize_accepted:
+            raise
+        raise MCPError(code=types.INVALID_PARAMS, message=NOT_INITIALISED, data=ctx.method) from exc
+
+
 class GatewayServer:
     """The SDK server for one Gateway, shared by every session of every transport."""
 
@@ -96,6 +116,7 @@ class GatewayServer:
             on_list_prompts=self._list_prompts,
             on_subscriptions_listen=self.notifier.listen,
         )
+        self.server.middleware.append(_before_initialize)
 
     def _seen(self, ctx: ServerRequestContext[Any]) -> None:
         connection = self.notifier.remember(ctx.session)
@@ -271,7 +292,8 @@ def _batch_arguments(arguments: dict[str, Any], name: str) -> tuple[list[Any], b
 
 
 def _caller(ctx: ServerRequestContext[Any], transport: str) -> Caller:
-    return Caller(name=client_name(ctx.session.client_params), transport=transport, ask=_asker(ctx))
+    arrived = ctx.request.at if isinstance(ctx.request, Arrived) else None
+    return Caller(name=client_name(ctx.session.client_params), transport=transport, ask=_asker(ctx), arrived=arrived)
 
 
 def client_name(params: types.InitializeRequestParams | None) -> str:

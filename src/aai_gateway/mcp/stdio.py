@@ -102,6 +102,8 @@ async def _streams(server: GatewayServer, early: Early | None) -> AsyncIterator[
 
         try:
             pipes = await open_pipes(early.unread if early else b"")
+            if early is not None:
+                pipes.reader.arrivals(early.replayed_lines, early.arrivals)
         except ValueError as exc:
             if early is not None and early.unread:
                 raise RuntimeError(f"cannot go on with the session begun on stdin: {exc}") from exc
@@ -131,6 +133,8 @@ async def _streams(server: GatewayServer, early: Early | None) -> AsyncIterator[
 
 def serve_stdio(gateway: Gateway, early: Early | None = None) -> None:
     """Serve until stdin closes; `early` holds what was read and answered before the SDK was imported."""
+    if early is not None:
+        early.stop_reading()
     if early is not None and early.eof:
         anyio.run(gateway.aclose)
         return

@@ -51,6 +51,9 @@ by the wire whatever the tool."""
 class LineWriter(Protocol):
     async def send_line(self, line: bytes) -> None: ...
 
+    def hold(self, size: int) -> None:
+        """`size` bytes of requests taken (negative: answered), for the writer to pace the reading by."""
+
 
 class FastCalls:
     """Takes the calls it can answer from the read loop; `take` says whether it took a line."""
@@ -78,8 +81,13 @@ class FastCalls:
         key = request_key(call.request_id)
         task = asyncio.create_task(self._answer(call, caller))
         self._running[key] = task
-        task.add_done_callback(lambda _: self._running.pop(key, None))
+        self.writer.hold(len(line))
+        task.add_done_callback(lambda _: self._done(key, len(line)))
         return True
+
+    def _done(self, key: tuple[type, int | str], size: int) -> None:
+        self._running.pop(key, None)
+        self.writer.hold(-size)
 
     async def aclose(self) -> None:
         """The client went away: cancel what is still running, as the SDK does with its own requests."""

@@ -16,6 +16,10 @@ from __future__ import annotations
 import os
 import select
 import stat
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 from aai_gateway import __version__
@@ -39,6 +43,14 @@ LIST_WAIT = 0.1
 """Seconds to wait for `tools/list` after `initialize` is answered, before importing the SDK."""
 
 
+@dataclass(frozen=True, slots=True)
+class Arrived:
+    """When a request read while the gateway was still starting reached it (`time.monotonic()`): its
+    timeout runs from then, not from when the gateway got round to it."""
+
+    at: float
+
+
 class Early:
     def __init__(self, tool_names: str = "strict") -> None:
         self.instructions = instructions(tool_names)
@@ -50,6 +62,9 @@ class Early:
         self.eof = False
         self._buffer = b""
         self._handed_over = False
+        self.arrivals: deque[float] = deque()
+        """When each whole line of the rest (after the replay) arrived, read while the SDK was imported."""
+        self._reading: tuple[threading.Thread, threading.Event] | None = None
 
     @classmethod
     def start(cls, tool_names: str) -> Early | None:
@@ -70,6 +85,11 @@ class Early:
         if self.initialize_id is not None:
             probe = encoded({"jsonrpc": "2.0", "id": PROBE_ID, "method": "tools/list"}) + b"\n"
         return b"".join(self.replay) + probe + self._buffer
+
+    @property
+    def replayed_lines(self) -> int:
+        """How many lines of `unread` come before the rest (and have no entry in `arrivals`)."""
+        return len(self.replay) + (self.initialize_id is not None)
 
     @property
     def answered(self) -> set[int | str]:
@@ -111,6 +131,36 @@ class Early:
                 self.replay.append(line)
             break
         self._handed_over = True
+
+    def keep_reading(self) -> None:
+        """Read stdin in a thread while the SDK is imported, noting when each request arrives."""
+        if self.eof or self._reading is not None:
+            return
+        now = time.monotonic()
+        self.arrivals.extend(now for _ in range(self._buffer.count(b"\n")))
+        stop = threading.Event()
+
+        def read() -> None:
+            while not stop.is_set():
+                ready, _, _ = select.select([0], [], [], 0.01)
+                if not ready:
+                    continue
+                data = os.read(0, 1 << 16)
+                if not data:  # the pipes see the end of file again
+                    return
+                now = time.monotonic()
+                self.arrivals.extend(now for _ in range(data.count(b"\n")))
+                self._buffer += data
+
+        thread = threading.Thread(target=read, name="aai-early-stdin", daemon=True)
+        self._reading = (thread, stop)
+        thread.start()
+
+    def stop_reading(self) -> None:
+        if self._reading is not None:
+            thread, stop = self._reading
+            stop.set()
+            thread.join()
 
     def _line(self, timeout: float | None) -> bytes | None:
         """The next whole line of stdin, waiting up to `timeout` seconds (None: as long as it takes)."""
