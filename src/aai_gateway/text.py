@@ -6,6 +6,7 @@ it by the field that holds it, and shows it, wherever it shows it, with the half
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -27,6 +28,8 @@ def encodable(text: str) -> bool:
 def unencodable(value: Any, where: str) -> str | None:
     """The first field of `value` (named from `where`, as `args.a.0`) whose name or text holds a lone
     surrogate, or None when every string in it encodes as UTF-8."""
+    if _encodes(value):  # the common case, checked at C speed; the walk below only names the field
+        return None
     pending: list[tuple[Any, str]] = [(value, where)]
     while pending:
         item, path = pending.pop()
@@ -42,3 +45,13 @@ def unencodable(value: Any, where: str) -> str | None:
         elif isinstance(item, list | tuple):
             pending.extend((child, f"{path}.{i}") for i, child in reversed(list(enumerate(item))))
     return None
+
+
+def _encodes(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False, default=str, check_circular=False).encode()
+    except UnicodeEncodeError:
+        return False
+    except (ValueError, TypeError, RecursionError):
+        return False  # let the walk decide
+    return True

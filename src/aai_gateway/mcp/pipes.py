@@ -121,6 +121,7 @@ class PipeWriter(_Closing):
         """Paused while more than BACKLOG_LIMIT bytes of answers wait, so that a client that stops
         reading stops the gateway taking (and answering into memory) further requests."""
         self._held = 0
+        self._paused = False
 
     async def send(self, item: SessionMessage, /) -> None:
         message = item.message
@@ -151,10 +152,13 @@ class PipeWriter(_Closing):
     def _throttle(self) -> None:
         if self.stdin is None:
             return
-        if self._writer.transport.get_write_buffer_size() > BACKLOG_LIMIT or self._held > HELD_LIMIT:
-            self.stdin.pause_reading()
-        else:
-            self.stdin.resume_reading()
+        over = self._held > HELD_LIMIT or self._writer.transport.get_write_buffer_size() > BACKLOG_LIMIT
+        if over != self._paused:  # only a change of state reaches the transport: this runs for every message
+            self._paused = over
+            if over:
+                self.stdin.pause_reading()
+            else:
+                self.stdin.resume_reading()
 
     async def aclose(self) -> None:
         with suppress(ConnectionError):
