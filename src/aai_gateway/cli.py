@@ -23,6 +23,7 @@ from aai_gateway.discovery import Scan, scan
 from aai_gateway.errors import AaiError, ConfigError
 from aai_gateway.executors.script_checks import with_script_checks
 from aai_gateway.history import HISTORY_FILE, STATUSES, HistoryStore, HistoryUnavailable, Record, parse_time
+from aai_gateway.processes import alive
 from aai_gateway.service import Caller, Gateway
 
 if TYPE_CHECKING:
@@ -594,7 +595,7 @@ def _warn_of_trouble(store: HistoryStore) -> None:
     trouble = store.reported_trouble()
     if trouble is None:
         return
-    if _running(trouble.pid):
+    if alive(trouble.pid):
         click.echo(f"aai-gateway: {trouble.describe()} (gateway pid {trouble.pid})", err=True)
     else:
         lost = trouble.waiting + trouble.dropped
@@ -603,18 +604,6 @@ def _warn_of_trouble(store: HistoryStore) -> None:
             f"the history could not be written since {trouble.since}: {trouble.reason}",
             err=True,
         )
-
-
-def _running(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _history_row(record: Record) -> tuple[str, ...]:

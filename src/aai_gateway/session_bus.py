@@ -14,7 +14,6 @@ always wins. Also the words that tell a person what to do when no bus can be rea
 
 from __future__ import annotations
 
-import os
 import shlex
 import socket
 from collections.abc import Mapping
@@ -23,6 +22,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from aai_gateway import paths
+from aai_gateway.processes import alive
 
 ADDRESS_VARIABLE = "DBUS_SESSION_BUS_ADDRESS"
 PID_VARIABLE = "DBUS_SESSION_BUS_PID"
@@ -88,13 +88,8 @@ def parse(text: str) -> dict[str, str]:
 
 def _unreachable(address: str, pid: int | None) -> str | None:
     """Why nobody answers at `address` (its daemon `pid` is gone, its socket refuses), or None."""
-    if pid is not None:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return f"is no longer running (its pid {pid} is gone)"
-        except PermissionError:
-            pass  # alive, but another user's
+    if pid is not None and not alive(pid):
+        return f"is no longer running (its pid {pid} is gone)"
     where = unix_socket(address)
     if where is None:
         return None  # not a Unix socket (tcp:, launchd:): the daemon's pid is all there is to check

@@ -81,13 +81,11 @@ class RawClient:
         await self._reader
 
 
-@asynccontextmanager
-async def raw_session(
-    env: Mapping[str, str], stderr: Path, name: str, *, list_tools: bool = True
-) -> AsyncIterator[RawClient]:
-    """`aai-gateway --mcp` initialized by a client called `name` (and its tools listed, unless not)."""
+async def spawn(env: Mapping[str, str], stderr: Path, *prefix: str) -> RawClient:
+    """`aai-gateway --mcp` started (after `prefix`, such as a command that drops privileges), not initialized."""
     with stderr.open("a") as errlog:
         proc = await asyncio.create_subprocess_exec(
+            *prefix,
             gateway_command(),
             "--mcp",
             stdin=asyncio.subprocess.PIPE,
@@ -96,7 +94,15 @@ async def raw_session(
             env=dict(env),
             limit=16 * 1024 * 1024,
         )
-    client = RawClient(proc)
+    return RawClient(proc)
+
+
+@asynccontextmanager
+async def raw_session(
+    env: Mapping[str, str], stderr: Path, name: str, *, list_tools: bool = True
+) -> AsyncIterator[RawClient]:
+    """`aai-gateway --mcp` initialized by a client called `name` (and its tools listed, unless not)."""
+    client = await spawn(env, stderr)
     try:
         await client.initialize(name, list_tools=list_tools)
         yield client

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.raw_client import RawClient
+from tests.e2e.raw_client import RawClient, spawn
 from tests.e2e.test_history import exec_args, home_for
 from tests.support import gateway_command
 
@@ -50,17 +50,7 @@ def recorded(env: dict[str, str], prefix: Sequence[str] = ()) -> set[str]:
 
 
 async def start(env: dict[str, str], stderr: Path, prefix: Sequence[str] = ()) -> RawClient:
-    with stderr.open("a") as errlog:
-        proc = await asyncio.create_subprocess_exec(
-            *prefix,
-            gateway_command(),
-            "--mcp",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=errlog,
-            env=env,
-        )
-    client = RawClient(proc)
+    client = await spawn(env, stderr, *prefix)
     await client.initialize("trouble-test", list_tools=False)
     return client
 

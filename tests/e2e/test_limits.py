@@ -20,7 +20,7 @@ from dbus_fast.annotations import DBusDouble, DBusStr
 from dbus_fast.service import ServiceInterface, dbus_method
 
 from tests.e2e.mcp_client import web_gateway
-from tests.e2e.raw_client import RawClient, raw_session
+from tests.e2e.raw_client import RawClient, raw_session, spawn
 from tests.support import TEST_APPS, Bus, gateway_command, install_descriptor, stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -256,16 +256,7 @@ async def test_a_request_before_initialize_says_so(tmp_path: Path, fast: bool, m
     (home / ".aai" / "config.json").write_text(json.dumps({"fastStdio": fast}), "utf-8")
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "AAI_PLATFORM": "linux"}
     params = {"name": "aai_exec", "arguments": {"app": ECHO, "tool": "echo", "args": {"text": "x"}}}
-    with (tmp_path / "stderr.log").open("a") as errlog:
-        proc = await asyncio.create_subprocess_exec(
-            gateway_command(),
-            "--mcp",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=errlog,
-            env=env,
-        )
-    client = RawClient(proc)
+    client = await spawn(env, tmp_path / "stderr.log")
     try:
         answer = await asyncio.wait_for(client.message(method, params if method == "tools/call" else {}), 30)
         assert answer["error"]["code"] == -32602

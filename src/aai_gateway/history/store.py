@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from aai_gateway.history.record import STATUSES, Record, iso, now
+from aai_gateway.processes import alive
 
 log = logging.getLogger(__name__)
 
@@ -351,7 +352,7 @@ class HistoryStore:
         if conn is not None and self._generation != opened:  # at start (or when it was created again)
             self._purge_quietly(conn)
             left = self.reported_trouble()
-            if left is not None and self._trouble is None and not _alive(left.pid):
+            if left is not None and self._trouble is None and not alive(left.pid):
                 self._report(None)  # said by a gateway that has ended; `history` told of its lost records
         failure = None if error is None else HistoryUnavailable(_reason(error, self.path.parent))
         if failure is None:
@@ -738,18 +739,6 @@ def _reason(exc: BaseException, folder: Path) -> str:
     if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN) or isinstance(exc, PermissionError):
         return f"cannot write to its folder or file, read-only? ({exc})"
     return str(exc)
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _close_quietly(conn: sqlite3.Connection) -> None:
