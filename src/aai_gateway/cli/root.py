@@ -1,4 +1,4 @@
-"""The command line: parse, build a Gateway, print. The only module that imports click."""
+"""The main command and its options; subcommands that need room live beside it in this package."""
 
 from __future__ import annotations
 
@@ -11,16 +11,17 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from aai_gateway import __version__, logs, paths
-from aai_gateway.config import Settings, load_settings
+from aai_gateway.cli.common import fail, settings_of
+from aai_gateway.config import Settings
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_document, load
 from aai_gateway.discovery import Scan, scan
-from aai_gateway.errors import AaiError, ConfigError
+from aai_gateway.errors import AaiError
 from aai_gateway.executors.script_checks import with_script_checks
 from aai_gateway.history import HISTORY_FILE, STATUSES, HistoryStore, HistoryUnavailable, Record, parse_time
 from aai_gateway.processes import alive
@@ -32,30 +33,6 @@ if TYPE_CHECKING:
     from aai_gateway.consent import ConsentStore
 
 log = logging.getLogger("aai_gateway.scan")
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"aai-gateway: {message}", err=True)
-    sys.exit(code)
-
-
-def _settings(ctx: click.Context) -> Settings:
-    obj: dict[str, Any] = ctx.ensure_object(dict)
-    if "settings" not in obj:
-        env = dict(paths.environ())
-        if obj.get("platform"):
-            env["AAI_PLATFORM"] = obj["platform"]
-        try:
-            settings = load_settings(env, obj.get("config"))
-        except ConfigError as exc:
-            _fail(f"the configuration is invalid:\n{exc}")
-        if obj.get("platform"):
-            settings = settings.from_option("--platform", platform=obj["platform"])
-        if obj.get("log_level"):
-            settings = settings.from_option("--log-level", log_level=obj["log_level"])
-        obj["settings"] = settings
-    result: Settings = obj["settings"]
-    return result
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -136,26 +113,26 @@ def main(
         from aai_gateway.authoring import openapi, sdef
 
         if mode is not None:
-            _fail(f"--generate cannot be combined with --{mode}")
+            fail(f"--generate cannot be combined with --{mode}")
         if sdef.is_source(bus_name):
             _generate_sdef(bus_name, fmt, out, app_id)
         elif openapi.is_source(bus_name, Path(bus_name).is_file()):
-            _generate_openapi(_settings(ctx), bus_name, out, app_id)
+            _generate_openapi(settings_of(ctx), bus_name, out, app_id)
         else:
-            _generate(_settings(ctx), bus_name, fmt, out, app_id)
+            _generate(settings_of(ctx), bus_name, fmt, out, app_id)
     elif mode == "mcp":
-        _serve_mcp(_settings(ctx))
+        _serve_mcp(settings_of(ctx))
     elif mode == "web":
-        settings = _settings(ctx)
+        settings = settings_of(ctx)
         if host is not None:
             settings = settings.from_option("--host", http_host=host)
         if port is not None:
             settings = settings.from_option("--port", http_port=port)
         _serve_web(settings)
     elif mode == "scan":
-        _print_scan(_settings(ctx))
+        _print_scan(settings_of(ctx))
     elif mode == "discover":
-        _discover(_settings(ctx), as_json)
+        _discover(settings_of(ctx), as_json)
     else:
         click.echo(ctx.get_help())
 
@@ -190,13 +167,13 @@ def _serve_web(settings: Settings) -> None:
     try:  # before listening: a gateway that would be open to the network does not start at all
         bearer = bearer_for(settings)
     except TokenProblem as exc:
-        _fail(str(exc))
+        fail(str(exc))
     logs.configure(settings.log_level, settings.aai_home / "logs")
     logs.lean()
     try:
         sock = listening_socket(settings.http_host, settings.http_port)
     except OSError as exc:
-        _fail(f"cannot listen on {settings.http_host}:{settings.http_port}: {exc.strerror or exc}")
+        fail(f"cannot listen on {settings.http_host}:{settings.http_port}: {exc.strerror or exc}")
     gateway = Gateway(settings)
     for problem in gateway.registry.scan.problems:
         log.warning("%s", problem)
@@ -258,7 +235,7 @@ def _print_problems(result: Scan) -> None:
 
 def _linux_only(settings: Settings, what: str) -> None:
     if settings.platform != "linux":
-        _fail(
+        fail(
             f"{what} works with DBus on Linux only, and this platform is {settings.platform}; for a macOS app, "
             "give its .sdef file or its .app bundle",
             1,
@@ -284,14 +261,14 @@ def _discover(settings: Settings, as_json: bool) -> None:
         _discover_windows(settings, as_json)
         return
     if settings.platform != "linux":
-        _fail(f"--discover finds apps on linux, macos and windows; this platform is {settings.platform}", 1)
+        fail(f"--discover finds apps on linux, macos and windows; this platform is {settings.platform}", 1)
     from aai_gateway.authoring import dbus_services
 
     _bus_note(settings)
     try:
         services = asyncio.run(dbus_services.list_services(apps=scan(settings).apps.values(), settings=settings))
     except AaiError as exc:
-        _fail(str(exc), 1)
+        fail(str(exc), 1)
     if as_json:
         click.echo(json.dumps([s.to_json() for s in services], ensure_ascii=False, indent=2))
     else:
@@ -307,7 +284,7 @@ def _generate(settings: Settings, bus_name: str, fmt: str, out: Path | None, app
         tree = asyncio.run(dbus_services.introspect_service(bus_name, settings=settings))
         generated = generate.generate(bus_name, tree.objects, fmt=fmt, app_id=app_id)
     except (AaiError, ValueError) as exc:
-        _fail(str(exc), 1)
+        fail(str(exc), 1)
     _write_generated(generated.document, out)
     for note in (*generated.notes, *([tree.error] if tree.error else [])):
         click.echo(f"note: {note}", err=True)
@@ -336,7 +313,7 @@ def _discover_windows(settings: Settings, as_json: bool) -> None:
     try:
         servers = com_servers.find_servers(com_servers.WinRegistry(), scan(settings).apps.values())
     except AaiError as exc:
-        _fail(f"--discover on windows: {exc.detail}; run it on Windows", 1)
+        fail(f"--discover on windows: {exc.detail}; run it on Windows", 1)
     if as_json:
         click.echo(json.dumps([s.to_json() for s in servers], ensure_ascii=False, indent=2))
     else:
@@ -358,7 +335,7 @@ def _generate_sdef(source: str, fmt: str, out: Path | None, app_id: str | None) 
             fmt=fmt,
         )
     except ValueError as exc:
-        _fail(str(exc), 1)
+        fail(str(exc), 1)
     _write_generated(generated.document, out)
     for note in generated.notes:
         click.echo(f"note: {note}", err=True)
@@ -370,7 +347,7 @@ def _write_generated(document: dict[str, Any], out: Path | None) -> None:
     text = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
     errors = [p for p in check_document(document, str(out or "-")).problems if p.severity == "error"]
     if errors:
-        _fail("the generated descriptor is invalid (a bug):\n" + "\n".join(str(p) for p in errors), 1)
+        fail("the generated descriptor is invalid (a bug):\n" + "\n".join(str(p) for p in errors), 1)
     if out is None:
         click.echo(text, nl=False)
     else:
@@ -378,7 +355,7 @@ def _write_generated(document: dict[str, Any], out: Path | None) -> None:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text, encoding="utf-8")
         except OSError as exc:
-            _fail(f"cannot write {out}: {exc.strerror or exc}", 1)
+            fail(f"cannot write {out}: {exc.strerror or exc}", 1)
 
 
 def _generate_openapi(settings: Settings, source: str, out: Path | None, app_id: str | None) -> None:
@@ -391,9 +368,9 @@ def _generate_openapi(settings: Settings, source: str, out: Path | None, app_id:
         spec = openapi.parse(data, source)
         generated = openapi.generate(spec, source_url=source if is_url else None, app_id=app_id)
     except OSError as exc:
-        _fail(f"cannot read {source}: {exc.strerror or exc}", 1)
+        fail(f"cannot read {source}: {exc.strerror or exc}", 1)
     except (AaiError, ValueError) as exc:
-        _fail(str(exc), 1)
+        fail(str(exc), 1)
     _write_generated(generated.document, out)
     for note in generated.notes:
         click.echo(f"note: {note}", err=True)
@@ -431,7 +408,7 @@ def _unsearchable(folder: Path) -> bool:
 @click.pass_context
 def validate(ctx: click.Context, paths_: tuple[Path, ...], as_json: bool) -> None:
     """Check descriptor files (or folders of <appId>/aai.json); exit 1 if any is invalid."""
-    settings = _settings(ctx) if ctx.obj.get("config") else None
+    settings = settings_of(ctx) if ctx.obj.get("config") else None
     limit = settings.max_descriptor_bytes if settings else DEFAULT_MAX_BYTES
     results = [with_script_checks(load(f, max_bytes=limit)) for p in paths_ for f in _descriptor_files(p)]
     if as_json:
@@ -463,7 +440,7 @@ def _loaded_json(result: Loaded) -> dict[str, Any]:
 @click.pass_context
 def apps(ctx: click.Context, as_json: bool) -> None:
     """List the apps the gateway serves on this platform."""
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     served = [a for a in scan(settings).apps.values() if a.served(settings.platform)]
     if as_json:
         click.echo(json.dumps([a.to_json() for a in served], ensure_ascii=False, indent=2))
@@ -477,11 +454,11 @@ def apps(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def guide(ctx: click.Context, app: str) -> None:
     """Print an app's operation guide, as agents see it."""
-    gateway = Gateway(_settings(ctx))
+    gateway = Gateway(settings_of(ctx))
     try:
         click.echo(gateway.guide(app), nl=False)
     except AaiError as exc:
-        _fail(str(exc), 1)
+        fail(str(exc), 1)
 
 
 @main.command(short_help="Run one tool of an app and print its result.")
@@ -491,14 +468,14 @@ def guide(ctx: click.Context, app: str) -> None:
 @click.pass_context
 def call(ctx: click.Context, app: str, tool: str, args: str) -> None:
     """Run one tool, e.g. `aai-gateway call io.mpv seek '{"offset": 5000000}'`; prints the result."""
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     logs.configure(
         settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning"
     )
     try:
         parsed = json.loads(args)
     except json.JSONDecodeError as exc:
-        _fail(f"ARGS must be a JSON object: {exc.msg} at column {exc.colno}")
+        fail(f"ARGS must be a JSON object: {exc.msg} at column {exc.colno}")
     gateway = Gateway(settings)
 
     async def run() -> Any:
@@ -510,7 +487,7 @@ def call(ctx: click.Context, app: str, tool: str, args: str) -> None:
     try:
         result = asyncio.run(run())
     except AaiError as exc:
-        _fail(f"{exc} [{exc.code} {exc.type}]", 1)
+        fail(f"{exc} [{exc.code} {exc.type}]", 1)
     click.echo(result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, indent=2))
 
 
@@ -530,7 +507,7 @@ class _Time(click.ParamType[datetime]):
 
 
 def _history_store(ctx: click.Context) -> HistoryStore:
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     return HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
 
 
@@ -572,7 +549,7 @@ def history(
         records = store.query(**filters, since=since, until=until, limit=limit)
         total = store.count(**filters, since=since, until=until) if len(records) == limit else len(records)
     except HistoryUnavailable as exc:
-        _fail(str(exc), 1)
+        fail(str(exc), 1)
     if as_json:
         click.echo(json.dumps([r.to_json() for r in records], ensure_ascii=False, indent=2))
         return
@@ -630,9 +607,9 @@ def history_show(ctx: click.Context, call_id: str, as_json: bool) -> None:
     try:
         record = store.get(call_id.strip())
     except HistoryUnavailable as exc:
-        _fail(str(exc), 1)
+        fail(str(exc), 1)
     if record is None:
-        _fail(f"no call {call_id!r} in the history ({store.path}); `aai-gateway history` lists the calls kept", 1)
+        fail(f"no call {call_id!r} in the history ({store.path}); `aai-gateway history` lists the calls kept", 1)
     if as_json:
         click.echo(json.dumps(record.to_json(), ensure_ascii=False, indent=2))
         return
@@ -679,18 +656,18 @@ def _web_auth(settings: Settings, app_id: str) -> WebAuth:
         try:
             found = asyncio.run(Gateway(settings).discover(app_id))
         except AaiError as exc:
-            _fail(f"cannot discover {app_id}: {exc}", 1)
+            fail(f"cannot discover {app_id}: {exc}", 1)
         web = web_auth(found)
         if web is not None:
             web = replace(web, app_id=app_id.rstrip("/"))
     elif found is None:
-        _fail(f"unknown app {app_id!r}: `aai-gateway apps` lists the apps found, or give a web app's site URL", 1)
+        fail(f"unknown app {app_id!r}: `aai-gateway apps` lists the apps found, or give a web app's site URL", 1)
     else:
         web = web_auth(found)
     if web is None:
-        _fail(f"app {app_id} has no web binding with a base_url and an auth section; there is nothing to sign in to", 1)
+        fail(f"app {app_id} has no web binding with a base_url and an auth section; there is nothing to sign in to", 1)
     if web.kind != "oauth2":
-        _fail(f"app {app_id} does not sign in with OAuth 2 (its auth type is {web.kind})", 1)
+        fail(f"app {app_id} does not sign in with OAuth 2 (its auth type is {web.kind})", 1)
     return web
 
 
@@ -732,7 +709,7 @@ def auth_login(ctx: click.Context, app: str, no_browser: bool, timeout: float) -
     """
     from aai_gateway.auth import oauth
 
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     logs.configure(
         settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning"
     )
@@ -750,7 +727,7 @@ def auth_login(ctx: click.Context, app: str, no_browser: bool, timeout: float) -
     try:
         tokens = asyncio.run(oauth.login(settings, app, web.site, web.auth, open_browser=open_browser, timeout=timeout))
     except AaiError as exc:
-        _fail(f"{exc} [{exc.code} {exc.type}]", 1)
+        fail(f"{exc} [{exc.code} {exc.type}]", 1)
     status = asyncio.run(oauth.status(settings, app, web.site))
     scopes = f"; scopes: {tokens.scope}" if tokens.scope else ""
     click.echo(f"Signed in to {web.site} for {app}{scopes}. Tokens stored in: {status.store}")
@@ -763,7 +740,7 @@ def auth_logout(ctx: click.Context, app: str) -> None:
     """Sign out of APP: delete its stored tokens."""
     from aai_gateway.auth import oauth
 
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     logs.configure(
         settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning"
     )
@@ -771,7 +748,7 @@ def auth_logout(ctx: click.Context, app: str) -> None:
     try:
         removed = asyncio.run(oauth.logout(settings, app, web.site))
     except AaiError as exc:
-        _fail(f"{exc} [{exc.code} {exc.type}]", 1)
+        fail(f"{exc} [{exc.code} {exc.type}]", 1)
     if removed:
         click.echo(f"Signed out of {web.site} for {app}: its tokens are deleted.")
     else:
@@ -786,7 +763,7 @@ def auth_status(ctx: click.Context, app: str | None, as_json: bool) -> None:
     """Show the sign-in status of APP, or of every OAuth 2 app; never a token."""
     from aai_gateway.auth import oauth
 
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     logs.configure(
         settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning"
     )
@@ -804,7 +781,7 @@ def auth_status(ctx: click.Context, app: str | None, as_json: bool) -> None:
     try:
         statuses = asyncio.run(gather())
     except AaiError as exc:
-        _fail(f"{exc} [{exc.code} {exc.type}]", 1)
+        fail(f"{exc} [{exc.code} {exc.type}]", 1)
     if as_json:
         click.echo(json.dumps([s.to_json() for s in statuses], ensure_ascii=False, indent=2))
         return
@@ -827,7 +804,7 @@ def token(ctx: click.Context, rotate: bool) -> None:
     """
     from aai_gateway.mcp.bearer import TokenProblem, read_token, token_file, write_token
 
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     path = token_file(settings)
     try:
         if rotate or not path.exists():
@@ -839,9 +816,9 @@ def token(ctx: click.Context, rotate: bool) -> None:
         else:
             value = read_token(path)
     except TokenProblem as exc:
-        _fail(str(exc), 1)
+        fail(str(exc), 1)
     except OSError as exc:
-        _fail(f"cannot write {path}: {exc.strerror or exc}", 1)
+        fail(f"cannot write {path}: {exc.strerror or exc}", 1)
     if settings.mcp_token is not None:
         click.echo(
             f"aai-gateway: note: config.json sets mcpToken, so gateways require the value of environment "
@@ -867,7 +844,7 @@ def consent() -> None:
 def _consent_store(ctx: click.Context) -> ConsentStore:
     from aai_gateway.consent import ConsentGate
 
-    return ConsentGate(_settings(ctx)).store
+    return ConsentGate(settings_of(ctx)).store
 
 
 def _unknown_app_note(settings: Settings, app: str) -> None:
@@ -884,7 +861,7 @@ def consent_list(ctx: click.Context, as_json: bool) -> None:
     from aai_gateway.consent import command
     from aai_gateway.consent.summary import as_text
 
-    settings = _settings(ctx)
+    settings = settings_of(ctx)
     store = _consent_store(ctx)
     decisions, pending = store.decisions(), store.pending()
     if as_json:
@@ -927,11 +904,11 @@ def consent_list(ctx: click.Context, as_json: bool) -> None:
 
 def _store_decision(ctx: click.Context, decision: str, app: str, caller: str | None, tool: str | None) -> None:
     store = _consent_store(ctx)
-    _unknown_app_note(_settings(ctx), app)
+    _unknown_app_note(settings_of(ctx), app)
     try:
         grant = store.store(app, decision, caller, tool)
     except OSError as exc:
-        _fail(f"cannot write {store.path}: {exc.strerror or exc}", 1)
+        fail(f"cannot write {store.path}: {exc.strerror or exc}", 1)
     verb = "Allowed" if decision == "allow" else "Denied"
     click.echo(f"{verb}: {grant.scope} (decision {grant.id}).")
     if decision == "allow":
@@ -1002,4 +979,4 @@ def consent_revoke(
     for grant in removed:
         click.echo(f"Revoked {grant.id}: {grant.decision} {grant.scope}.")
     if not removed:
-        _fail("no stored decision matches; `aai-gateway consent list` shows them with their ids", 1)
+        fail("no stored decision matches; `aai-gateway consent list` shows them with their ids", 1)

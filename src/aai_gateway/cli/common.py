@@ -1,0 +1,36 @@
+"""What every command shares: reading the settings once, and failing with a message."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from aai_gateway import paths
+from aai_gateway.config import Settings, load_settings
+from aai_gateway.errors import ConfigError
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    click.echo(f"aai-gateway: {message}", err=True)
+    sys.exit(code)
+
+
+def settings_of(ctx: click.Context) -> Settings:
+    obj: dict[str, Any] = ctx.ensure_object(dict)
+    if "settings" not in obj:
+        env = dict(paths.environ())
+        if obj.get("platform"):
+            env["AAI_PLATFORM"] = obj["platform"]
+        try:
+            settings = load_settings(env, obj.get("config"))
+        except ConfigError as exc:
+            fail(f"the configuration is invalid:\n{exc}")
+        if obj.get("platform"):
+            settings = settings.from_option("--platform", platform=obj["platform"])
+        if obj.get("log_level"):
+            settings = settings.from_option("--log-level", log_level=obj["log_level"])
+        obj["settings"] = settings
+    result: Settings = obj["settings"]
+    return result
