@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.raw_client import RawClient, raw_session
+from tests.e2e.raw_client import RawClient, raw_session, spawn
 from tests.e2e.test_http_fast import gateway, raw
 from tests.e2e.test_stdio_fast import CALLER, env_of
 from tests.support import Bus, gateway_command
@@ -148,3 +148,99 @@ async def test_a_batch_refuses_only_the_call_holding_a_lone_surrogate(
     assert first["error"]["detail"].startswith("args.text holds half of a surrogate pair")
     assert second["status"] == "ok"
     assert sorted(r["status"] for r in recorded(env)) == ["error", "ok", "ok"]
+
+
+# Each call below is sent twice, once holding half a surrogate pair in its arguments and once with plain
+# text there: where the call cannot run (no session yet, no such tool) both get the same answer, and where
+# it can, the half is its INVALID_PARAMS, answered and recorded.
+MODERN = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": CALLER, "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def surrogate_and_plain(request_id: int, name: str, meta: dict[str, Any] | None = None) -> tuple[bytes, bytes]:
+    params = {"name": name, "arguments": {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "HALF"}}}
+    if meta is not None:
+        params["_meta"] = meta
+    line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}).encode()
+    return line.replace(b"HALF", b"\\ud800"), line.replace(b"HALF", b"plain")
+
+
+def same_refusal(half: dict[str, Any], plain: dict[str, Any]) -> None:
+    assert "error" in plain or plain["result"].get("isError"), plain
+    half, plain = dict(half), dict(plain)
+    half.pop("id")
+    plain.pop("id")
+    assert half == plain
+
+
+@pytest.mark.hostile("encoding")
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "sdk"])
+async def test_stdio_serves_a_lone_surrogate_in_the_first_call_and_in_the_2026_era(
+    bus: Bus, echo_app: None, tmp_path: Path, fast: bool
+) -> None:
+    env = env_of(bus, tmp_path, fastStdio=fast)
+    async with raw_session(env, tmp_path / "stderr.log", CALLER, list_tools=False) as client:
+        refused(await answer_to(client, 7001, call_line(7001, CASES[0][0])), "args.text")
+    client = await spawn(env, tmp_path / "stderr.log")
+    try:
+        half, _ = surrogate_and_plain(7002, "aai_exec", MODERN)
+        refused(await answer_to(client, 7002, half), "args.text")
+    finally:
+        await client.aclose()
+    records = recorded(env)
+    assert [r["error"]["type"] for r in records] == ["INVALID_PARAMS", "INVALID_PARAMS"], records
+    assert "Traceback" not in (tmp_path / "stderr.log").read_text()
+
+
+@pytest.mark.hostile("encoding")
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "sdk"])
+async def test_stdio_refuses_a_call_that_cannot_run_alike_with_or_without_a_lone_surrogate(
+    bus: Bus, echo_app: None, tmp_path: Path, fast: bool
+) -> None:
+    env = env_of(bus, tmp_path, fastStdio=fast)
+    client = await spawn(env, tmp_path / "stderr.log")
+    try:  # before initialize
+        half, plain = surrogate_and_plain(7003, "aai_exec")
+        first = await answer_to(client, 7003, half)
+        same_refusal(first, await answer_to(client, 7004, plain.replace(b"7003", b"7004")))
+    finally:
+        await client.aclose()
+    async with raw_session(env, tmp_path / "stderr.log", CALLER) as client:
+        half, plain = surrogate_and_plain(7005, "no_such_tool")
+        first = await answer_to(client, 7005, half)
+        same_refusal(first, await answer_to(client, 7006, plain.replace(b"7005", b"7006")))
+    assert recorded(env) == []
+
+
+@pytest.mark.hostile("encoding")
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "sdk"])
+async def test_http_refuses_a_call_that_cannot_run_alike_with_or_without_a_lone_surrogate(
+    bus: Bus, echo_app: None, tmp_path: Path, fast: bool
+) -> None:
+    log = tmp_path / "gateway.log"
+    with gateway(bus, tmp_path / "home", log, fastHttp=fast) as url:
+        async with raw(url) as session:
+            for name in ("no_such_tool",):
+                half, plain = surrogate_and_plain(9001, name)
+                first, second = await session.post(half), await session.post(plain)
+                assert first.status_code == second.status_code == 200
+                same_refusal(first.json(), second.json())
+            known = session.session
+            for sid in ("", "no-such-session"):
+                session.session = sid
+                half, plain = surrogate_and_plain(9002, "aai_exec")
+                first, second = await session.post(half), await session.post(plain)
+                assert (first.status_code, first.text) == (second.status_code, second.text)
+                assert first.status_code >= 400
+            session.session = known
+            half, _ = surrogate_and_plain(9003, "aai_exec", MODERN)
+            modern_headers = {"mcp-protocol-version": "2026-07-28", "mcp-session-id": "", "mcp-method": "tools/call"}
+            modern = await session.post(half, **modern_headers, **{"mcp-name": "aai_exec"})
+            assert modern.status_code == 200, modern.text
+            refused(modern.json(), "args.text")
+    records = recorded(bus.env(HOME=str(tmp_path / "home"), AAI_PLATFORM="linux"))
+    assert [r["error"]["type"] for r in records] == ["INVALID_PARAMS"], records
+    assert "Traceback" not in log.read_text()

@@ -27,6 +27,7 @@ import anyio
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types import JSONRPCError, JSONRPCResponse
 
+from aai_gateway.mcp.threaded import BACKLOG_LIMIT, HELD_LIMIT
 from aai_gateway.mcp.wire.early import Arrived
 from aai_gateway.mcp.wire.jsonrpc import PARSE_ERROR, Refusal, encoded, error
 from aai_gateway.mcp.wire.screen import screened
@@ -35,11 +36,6 @@ log = logging.getLogger(__name__)
 
 LINE_LIMIT = 1 << 30
 """Longest request line accepted; the SDK's transport sets none, and arguments may carry megabytes."""
-BACKLOG_LIMIT = 4 << 20
-"""Bytes of answers waiting for a client that does not read, beyond which no new request is read."""
-HELD_LIMIT = 16 << 20
-"""Bytes of requests taken and not answered yet, beyond which no new request is read (each holds a few
-copies of its arguments while it runs). Large, as a call waiting for the client's consent holds it too."""
 
 
 class _Closing:

@@ -39,6 +39,7 @@ from aai_gateway.mcp.wire.jsonrpc import (
     encoded,
     error,
     has_lone_surrogates,
+    is_request_id,
     read,
     request_key,
     surrogate_refusal,
@@ -103,13 +104,26 @@ class HttpCalls:
         ):
             return None
         if unparseable:
-            await _refuse(send, surrogate_refusal(), session_id)
-            return None
+            return await self._refused_by_sdk(message, session_id, send, receive)
         checked = sdk_message(message)
         if isinstance(checked, Refusal):
             await _refuse(send, checked, session_id)
             return None
         return replay
+
+    async def _refused_by_sdk(
+        self, message: Message, session_id: str | None, send: Send, receive: Receive
+    ) -> Receive | None:
+        """A call holding half a surrogate pair that this front did not serve: it has no live session, or
+        names no tool, so the SDK refuses it whatever its arguments say. The SDK gets it with each half
+        replaced by "?" (its parser refuses the halves), so the refusal is the SDK's own, as for any such
+        call. Only a request reusing the id of a call still running here would be served: that is refused."""
+        request_id = message.body.get("id")
+        if is_request_id(request_id) and (session_id or "", request_key(request_id)) in self._running:
+            await _refuse(send, surrogate_refusal(), session_id)
+            return None
+        body = encoded(message.body, errors="replace")
+        return _replaying([{"type": "http.request", "body": body, "more_body": False}], receive)
 
     async def _served(self, session_id: str, message: Message, send: Send, kinds: frozenset[str]) -> bool:
         """Whether the message was a call (or the cancelling of one) this front answered."""

@@ -100,9 +100,10 @@ def error(request_id: int | str | None, code: int, message: str) -> dict[str, An
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
-def encoded(message: dict[str, Any]) -> bytes:
-    """One message as the SDK writes it: compact JSON, non-ASCII as is (without the newline)."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+def encoded(message: dict[str, Any], errors: str = "strict") -> bytes:
+    """One message as the SDK writes it: compact JSON, non-ASCII as is (without the newline). With
+    `errors="replace"`, half a surrogate pair is written as "?"."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode(errors=errors)
 
 
 def _not_json(constant: str) -> None:
