@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import plistlib
 import shutil
 import subprocess
 import tempfile
@@ -88,6 +89,41 @@ async def _spawn(command: list[str], env: dict[str, str]) -> RawClient:
 async def _tools(client: RawClient) -> list[str]:
     result = await asyncio.wait_for(client.request("tools/list", {}), 10)
     return [str(t["name"]) for t in result["tools"]]
+
+
+def bundle(home: Path, name: str, bundle_id: str | None, app_id: str) -> Path:
+    """`~/Applications/<name>.app` holding a descriptor declaring `app_id`, whose Info.plist names `bundle_id`."""
+    contents = home / "Applications" / f"{name}.app" / "Contents"
+    (contents / "Resources").mkdir(parents=True)
+    if bundle_id is not None:
+        with (contents / "Info.plist").open("wb") as info:
+            plistlib.dump({"CFBundleIdentifier": bundle_id, "CFBundleName": name}, info)
+    doc = json.loads((SEEDS / "seed001-desktop-reminders-completed.json").read_text())
+    doc["app"]["id"] = app_id
+    doc["app"]["description"] = f"from {name}.app"
+    descriptor = contents / "Resources" / "aai.json"
+    descriptor.write_text(json.dumps(doc))
+    return descriptor
+
+
+@pytest.mark.hostile("discovery")
+def test_a_macos_bundle_serves_only_its_own_bundle_id(tmp_path: Path) -> None:
+    """A bundle's CFBundleIdentifier names its app, as a folder does: whatever the order bundles are
+    found in, one declaring another app's id is named and not served."""
+    rightful = bundle(tmp_path, "Reminders", "com.apple.reminders", "com.apple.reminders")
+    impostor = bundle(tmp_path, "AAA Helper", "com.example.helper", "com.apple.reminders")
+    unlabelled = bundle(tmp_path, "Plain", None, "com.example.plain")
+    env = {"HOME": str(tmp_path), "AAI_PLATFORM": "macos"}
+    done = subprocess.run([gateway_command(), "apps", "--json"], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    served = {a["appId"]: a["description"] for a in json.loads(done.stdout)}
+    assert served == {"com.apple.reminders": "from Reminders.app", "com.example.plain": "from Plain.app"}, served
+    scanned = subprocess.run([gateway_command(), "--scan"], capture_output=True, text=True, env=env, check=False)
+    problems = scanned.stdout.split("Problems (")[1]
+    expected = f"{impostor}#/app/id: declares app id 'com.apple.reminders' but its app's CFBundleIdentifier is"
+    assert expected in problems, scanned.stdout
+    assert str(rightful) not in problems, scanned.stdout
+    assert str(unlabelled) not in problems, scanned.stdout
 
 
 @pytest.mark.anyio

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import plistlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,9 +25,10 @@ class Scan:
     def build(cls, loaded: list[Loaded], problems: list[Problem], platform: str, previous: Scan | None = None) -> Scan:
         """Index what was loaded; a file that broke since `previous` keeps its last good version serving.
 
-        The folder of `<appId>/aai.json` names its app: a file declaring another id is not served. Files
-        whose place names no app (macOS bundles, `*.app` folders) come after all others, so they can only
-        take an id no rightful file claims.
+        The folder of `<appId>/aai.json` names its app, and a macOS bundle's CFBundleIdentifier its own:
+        a file declaring another id is not served. Files whose place names no app (a bundle without a
+        readable Info.plist, `*.app` folders) come after all others, so they can only take an id no
+        rightful file claims.
         """
         apps: dict[str, Descriptor] = {}
         broken: dict[str, tuple[Problem, ...]] = {}
@@ -51,8 +53,8 @@ class Scan:
                     )
                 )
             folder = _folder_id(item.source)
+            pointer = "/appId" if app.shape == "multi" else "/app/id"
             if folder is not None and folder != app.app_id:
-                pointer = "/appId" if app.shape == "multi" else "/app/id"
                 hijack = Problem(
                     item.source,
                     pointer,
@@ -61,6 +63,17 @@ class Scan:
                 )
                 found.append(hijack)
                 broken.setdefault(folder, (hijack,))
+                continue
+            bundle = _bundle_id(item.source) if folder is None else None
+            if bundle is not None and bundle != app.app_id:
+                found.append(
+                    Problem(
+                        item.source,
+                        pointer,
+                        f"declares app id '{app.app_id}' but its app's CFBundleIdentifier is '{bundle}'; the "
+                        "bundle names the app, so this file is not served",
+                    )
+                )
                 continue
             if app.app_id in apps:
                 found.append(
@@ -107,6 +120,20 @@ class Registry:
     def get(self, app_id: str) -> Descriptor | None:
         app = self._scan.apps.get(app_id)
         return app if app is not None and app.served(self._scan.platform) else None
+
+
+def _bundle_id(source: str) -> str | None:
+    """The CFBundleIdentifier of the macOS app whose `Contents/Resources/aai.json` `source` is; None when
+    `source` is no bundle's or its Info.plist cannot be read."""
+    path = Path(source)
+    if path.parent.name != "Resources" or path.parent.parent.name != "Contents":
+        return None
+    try:
+        with (path.parent.parent / "Info.plist").open("rb") as info:
+            found = plistlib.load(info).get("CFBundleIdentifier")
+    except (OSError, ValueError, AttributeError, plistlib.InvalidFileException):
+        return None
+    return found if isinstance(found, str) and found else None
 
 
 def _folder_id(source: str) -> str | None:
