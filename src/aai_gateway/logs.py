@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sys
@@ -89,6 +90,31 @@ class SizedRotatingFileHandler(RotatingFileHandler):
     """
 
     _written = 0
+    _failing: str | None = None
+    """Why the last record could not be written (a full disk, a folder made read-only), once said."""
+    _erred = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._erred = False
+        super().emit(record)
+        if self._failing is not None and not self._erred:
+            self._failing = None
+            sys.stderr.write(f"aai-gateway: writing the log file {self.baseFilename} again\n")
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - the stdlib's name
+        """Say once on stderr why the file cannot be written, instead of a traceback for every record."""
+        self._erred = True
+        error = sys.exc_info()[1]
+        if not isinstance(error, OSError):
+            super().handleError(record)
+            return
+        reason = "disk full" if error.errno == errno.ENOSPC else (error.strerror or str(error))
+        if reason != self._failing:
+            self._failing = reason
+            sys.stderr.write(
+                f"aai-gateway: cannot write the log file {self.baseFilename} ({reason}); "
+                "its lines go to stderr only until it can\n"
+            )
 
     def _open(self) -> TextIOWrapper:
         stream = super()._open()

@@ -253,6 +253,8 @@ async def test_a_full_disk_is_named_and_the_records_are_written_once_there_is_ro
         log = stderr.read_text()
         assert "disk full" in log
         assert "cannot rollback" not in log
+        assert "Logging error" not in log, log
+        assert "Traceback" not in log, log
         told = run(env, "history")
         assert "disk full" in told.stderr, told
         assert "wait in memory" in told.stderr
