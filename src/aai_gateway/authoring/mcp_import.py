@@ -198,7 +198,7 @@ def _target(server: Server, env: Mapping[str, str]) -> dict[str, Any]:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ImportFailed(f"url {url!r} is not an http(s) URL")
-    if parts.password or any(_secret_field(k, v) for k, v in parse_qsl(parts.query)):
+    if parts.password or any(looks_secret(k, v) for k, v in parse_qsl(parts.query)):
         raise ImportFailed(
             "url holds what looks like a secret (a password or a key in the query), which a descriptor would hold "
             "in plain text; send it in a header instead (in the client's file), then import again"
@@ -299,7 +299,7 @@ def _literal(value: Value) -> str | None:
 
 
 def _is_secret(server: Server, key: str, text: str) -> bool:
-    return key in server.secret_env or _secret_field(key, text)
+    return key in server.secret_env or looks_secret(key, text)
 
 
 def _execution(
@@ -367,12 +367,12 @@ def _template(value: Value) -> str:
 
 
 def _descriptor(app_id: str, server: Server, target: dict[str, Any], execution: dict[str, Any]) -> dict[str, Any]:
-    name = server.source.name
+    alias = _segment(app_id)
+    name = server.source.name.strip() or alias
     if "url" in target:
         description = f"The MCP server {name} at {target['url']} (streamable HTTP)."
     else:
         description = f"The MCP server {name}, run as {Path(target['command']).name} (stdio)."
-    alias = _segment(app_id)
     return {
         "schemaVersion": "1.0",
         "version": "1.0.0",
@@ -435,7 +435,7 @@ _TOKEN_PREFIX = re.compile(
 )
 
 
-def _secret_field(key: str, value: str) -> bool:
+def looks_secret(key: str, value: str) -> bool:
     """A value to keep out of a descriptor: its key names a secret, or it looks like one."""
     if not value:
         return False
@@ -462,7 +462,7 @@ def _token_shaped(value: str) -> bool:
 def _secret_arg(arg: str, flag: str) -> bool:
     """An argument that is a secret: token-shaped, `--token=…`, or the word after `--api-key`."""
     name, sep, value = arg.partition("=")
-    if sep and name.startswith("-") and _secret_field(name, value):
+    if sep and name.startswith("-") and looks_secret(name, value):
         return True
     if flag.startswith("-") and "=" not in flag and _SECRET_WORDS.search(flag) and not arg.startswith("-"):
         return True
