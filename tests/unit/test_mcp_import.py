@@ -151,8 +151,8 @@ def test_invalid_json_and_toml_name_the_file_and_position(tmp_path: Path, name: 
 
 
 def test_unknown_formats_are_refused(tmp_path: Path) -> None:
-    cases = {"settings.json": '{"editor.fontSize": 14}', "list.json": "[1, 2]", "other.toml": 'name = "x"\n',
-             "binary.json": b"\xff\xfe{"}  # fmt: skip
+    cases: dict[str, str | bytes] = {"settings.json": '{"editor.fontSize": 14}', "list.json": "[1, 2]",
+                                     "other.toml": 'name = "x"\n', "binary.json": b"\xff\xfe{"}  # fmt: skip
     for name, content in cases.items():
         path = tmp_path / name
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
