@@ -106,7 +106,8 @@ def _secret_store(option: str | None) -> tuple[str, Store | None, str]:
 def _print(result: Plan, written: bool, entries: dict[str, str], why: str) -> None:
     from aai_gateway.authoring.mcp_clients import CLIENTS
 
-    click.echo(f"Read {len(result.files)} file(s):")
+    if result.files:
+        click.echo(f"Read {len(result.files)} file(s):")
     for client, path in result.files:
         click.echo(f"  {CLIENTS[client]:<15} {path}")
     if result.servers:
