@@ -95,6 +95,7 @@ def write_cursor(home: Path) -> Path:
       "env": {{ "BRAVE_API_KEY": "{BRAVE_KEY}" }}
     }},
     "legacy": {{ "url": "https://mcp.example.com/sse" }},
+    "aai-http": {{ "url": "http://127.0.0.1:3000/mcp" }},
   }}
 }}
 """

@@ -46,7 +46,7 @@ def env_of(home: Path) -> dict[str, str]:
 
 
 def planned(home: Path, files: list[tuple[str | None, Path]], *, force: bool = False) -> Plan:
-    return plan(read(files, env_of(home)), home / ".aai", env_of(home), "env", None, force=force)
+    return plan(read(files, env_of(home)), home / ".aai", env_of(home), "env", None, force=force, gateway_port=3000)
 
 
 def by_id(result: Plan) -> dict[str, dict]:  # type: ignore[type-arg]
@@ -97,6 +97,7 @@ def test_cursor_jsonc_and_sse(home: Path) -> None:
         ("linear", "http"),
         ("brave-search", "stdio"),
         ("legacy", "sse"),
+        ("aai-http", "http"),
     ]
 
 
@@ -162,6 +163,15 @@ def test_unknown_formats_are_refused(tmp_path: Path) -> None:
     assert [m.split(":")[0] for m in messages[:3]] == ["unknown format"] * 3
     assert "not UTF-8" in messages[3]
     assert messages[4].startswith("cannot read it")
+
+
+def test_files_without_servers_are_no_problem(tmp_path: Path) -> None:
+    claude = tmp_path / ".claude.json"
+    claude.write_text(json.dumps({"numStartups": 3, "projects": {"/x": {"allowedTools": []}}}))
+    codex = tmp_path / "config.toml"
+    codex.write_text('model = "gpt-5-codex"\n')
+    result = read([("claude-code", claude), ("codex", codex)], {"HOME": str(tmp_path)})
+    assert (result.servers, result.problems, len(result.files)) == ([], [], 2)
 
 
 def test_a_file_of_another_client_given_with_from(tmp_path: Path) -> None:
@@ -239,7 +249,8 @@ def test_what_is_not_imported_and_why(home: Path, project: Path) -> None:
     assert set(problems) == {"'half-written'", "'legacy'"}
     assert "SSE" in problems["'legacy'"]
     skipped = {p.where.rsplit("server ", 1)[1]: p.message for p in result.skipped}
-    assert skipped == {"'aai'": "is aai-gateway itself; left as it is", "'paused'": skipped["'paused'"]}
+    itself = "is aai-gateway itself; left as it is"
+    assert skipped == {"'aai'": itself, "'aai-http'": itself, "'paused'": skipped["'paused'"]}
 
 
 def test_names_become_unique_valid_app_ids(home: Path, tmp_path: Path) -> None:

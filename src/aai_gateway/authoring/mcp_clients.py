@@ -234,8 +234,6 @@ def _entries(client: str, path: Path, document: Any) -> Iterator[Server | Proble
     if client == "claude-code" and isinstance(document.get("projects"), dict):
         lists += [(str(project), value.get("mcpServers")) for project, value in document["projects"].items()
                   if isinstance(value, dict)]  # fmt: skip
-    if all(servers is None for _, servers in lists):
-        raise UnreadableFile(f"no {key!r} in this {CLIENTS[client]} file")
     workspace = _workspace(client, path)
     inputs = {str(i.get("id")) for i in document.get("inputs", []) if isinstance(i, dict)}
     for scope, servers in lists:
@@ -314,9 +312,7 @@ def _json_server(source: Source, raw: Any, workspace: Path | None, inputs: set[s
 
 
 def _codex(path: Path, document: dict[str, Any]) -> Iterator[Server | Problem]:
-    servers = document.get("mcp_servers")
-    if servers is None:
-        raise UnreadableFile("no [mcp_servers.<name>] tables in this Codex config.toml")
+    servers = document.get("mcp_servers", {})  # a config.toml without servers has none to import
     if not isinstance(servers, dict):
         raise UnreadableFile(f"mcp_servers is {_kind(servers)}, not a table")
     for name, raw in servers.items():

@@ -105,9 +105,17 @@ class ImportFailed(Exception):
 
 
 def plan(
-    found: Found, aai_home: Path, env: Mapping[str, str], secrets: str, store: Store | None, *, force: bool
+    found: Found,
+    aai_home: Path,
+    env: Mapping[str, str],
+    secrets: str,
+    store: Store | None,
+    *,
+    force: bool,
+    gateway_port: int | None = None,
 ) -> Plan:
-    """What `import` does with the servers found; nothing is written (see `write`)."""
+    """What `import` does with the servers found; nothing is written (see `write`). `gateway_port`:
+    the port `--web` serves on, so that an entry for the gateway's own `/mcp` on loopback is left out."""
     result = Plan([], list(found.problems), list(found.skipped), found.files, secrets)
     groups: dict[tuple[str, ...], list[tuple[Server, dict[str, Any]]]] = {}
     for server in found.servers:
@@ -125,7 +133,7 @@ def plan(
         except ImportFailed as exc:
             result.problems.append(Problem(server.source.where(), str(exc)))
             continue
-        if _is_gateway(target):
+        if _is_gateway(target, gateway_port):
             result.skipped.append(Problem(server.source.where(), "is aai-gateway itself; left as it is"))
             continue
         groups.setdefault(_identity(target), []).append((server, target))
@@ -206,9 +214,13 @@ def _target(server: Server, env: Mapping[str, str]) -> dict[str, Any]:
     return {"url": url}
 
 
-def _is_gateway(target: dict[str, Any]) -> bool:
+def _is_gateway(target: dict[str, Any], port: int | None) -> bool:
     command = target.get("command")
-    return command is not None and (Path(command).stem == "aai-gateway" or "aai_gateway" in target["args"][:2])
+    if command is not None:
+        return Path(command).stem == "aai-gateway" or "aai_gateway" in target["args"][:2]
+    parts = urlsplit(target["url"])
+    loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
+    return loopback and parts.port == port and parts.path.rstrip("/") == "/mcp"
 
 
 def _identity(target: dict[str, Any]) -> tuple[str, ...]:

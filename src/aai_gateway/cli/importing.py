@@ -77,7 +77,7 @@ def import_servers(
             return
     found = mcp_clients.read(sources, env)
     mode, store, why = _secret_store(secrets)
-    result = mcp_import.plan(found, settings.aai_home, env, mode, store, force=force)
+    result = mcp_import.plan(found, settings.aai_home, env, mode, store, force=force, gateway_port=settings.http_port)
     if do_write:
         mcp_import.write(result, store)
     entries = {c: mcp_import.client_entry(c) for c in result.clients()}
@@ -110,6 +110,8 @@ def _print(result: Plan, written: bool, entries: dict[str, str], why: str) -> No
         click.echo(f"Read {len(result.files)} file(s):")
     for client, path in result.files:
         click.echo(f"  {CLIENTS[client]:<15} {path}")
+    if not (result.servers or result.problems or result.skipped):
+        click.echo("No MCP servers in them.")
     if result.servers:
         verb = "Descriptors" if written else "Would write (a dry run; --write writes)"
         click.echo(f"\n{verb}:")
