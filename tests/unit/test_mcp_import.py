@@ -174,6 +174,14 @@ def test_files_without_servers_are_no_problem(tmp_path: Path) -> None:
     assert (result.servers, result.problems, len(result.files)) == ([], [], 2)
 
 
+def test_vscode_settings_json_with_an_mcp_section(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"editor.fontSize": 14, "mcp": {"servers": {"time": {"command": "uvx"}}}}))
+    result = read([(None, path)], {"HOME": str(tmp_path)})
+    assert result.files == [("vscode", path)]
+    assert [s.source.name for s in result.servers] == ["time"]
+
+
 def test_a_file_of_another_client_given_with_from(tmp_path: Path) -> None:
     path = tmp_path / "servers.json"
     path.write_text(json.dumps({"mcpServers": {"a": {"command": "x"}}}))

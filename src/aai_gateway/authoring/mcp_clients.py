@@ -207,7 +207,8 @@ def _detect(path: Path, document: Any) -> str:
         if "mcp_servers" in document:
             return "codex"
         raise UnreadableFile("unknown format: a TOML file without [mcp_servers.<name>] tables (Codex config.toml)")
-    if "servers" in document and "mcpServers" not in document:
+    older = document.get("mcp")  # VS Code's settings.json kept them under "mcp" before mcp.json
+    if ("servers" in document and "mcpServers" not in document) or (isinstance(older, dict) and "servers" in older):
         return "vscode"
     if "mcpServers" in document or "projects" in document:
         if path.name == "claude_desktop_config.json":

@@ -26,6 +26,7 @@ from urllib.parse import parse_qsl, urlsplit
 from aai_gateway import paths
 from aai_gateway.authoring.mcp_clients import CLIENTS, EnvVar, Found, Input, Problem, Server, Source, Value
 from aai_gateway.authoring.names import app_id_for
+from aai_gateway.errors import AaiError
 from aai_gateway.history.redact import secret_key
 
 DESCRIPTOR = "aai.json"
@@ -412,7 +413,11 @@ def _compare(planned: Planned, store: Store | None, force: bool) -> None:
             differences.append(f"{planned.path} exists and differs")
     for moved in planned.moved:
         if moved.to == "keyring" and store is not None:
-            held = store.get(moved.key)
+            try:
+                held = store.get(moved.key)
+            except AaiError as exc:
+                planned.notes.append(f"cannot read the keyring item {moved.key}: {exc}")
+                continue
             if held is not None and held != moved.value:
                 differences.append(f"the keyring already holds another value for {moved.key}")
     if differences:
