@@ -167,12 +167,17 @@ def _warn(store: FileStore, reason: str) -> None:
         print(f"\n{'!' * 78}\n{message}\n{'!' * 78}\n", file=sys.stderr, flush=True)
 
 
+def keyring_store(*, probe_timeout: float = PROBE_TIMEOUT) -> KeyringStore:
+    """The OS keyring if it answers; LookupError says why not (no fallback, no warning)."""
+    backend, name = _native_within(probe_timeout)
+    return KeyringStore(backend, name)
+
+
 def open_store(settings: Settings, *, probe_timeout: float = PROBE_TIMEOUT) -> SecretStore:
     """The OS keyring when it answers, else `<aai_home>/secrets.json` (0600) with a loud warning."""
     try:
-        backend, name = _native_within(probe_timeout)
+        return keyring_store(probe_timeout=probe_timeout)
     except LookupError as exc:
         store = FileStore(settings.aai_home / FILE_NAME)
         _warn(store, str(exc))
         return store
-    return KeyringStore(backend, name)

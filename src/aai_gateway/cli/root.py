@@ -980,3 +980,8 @@ def consent_revoke(
         click.echo(f"Revoked {grant.id}: {grant.decision} {grant.scope}.")
     if not removed:
         fail("no stored decision matches; `aai-gateway consent list` shows them with their ids", 1)
+
+
+from aai_gateway.cli.importing import import_servers  # noqa: E402
+
+main.add_command(import_servers)

@@ -1,0 +1,195 @@
+"""`aai-gateway import`: bring the MCP servers of other clients in as apps (see authoring/mcp_import.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from aai_gateway import paths
+from aai_gateway.cli.common import fail, settings_of
+
+if TYPE_CHECKING:
+    from aai_gateway.authoring.mcp_clients import Problem
+    from aai_gateway.authoring.mcp_import import Plan, Store
+
+_STATUS = {
+    "new": ("new", "new"),
+    "unchanged": ("unchanged", "unchanged"),
+    "differs": ("exists and differs: kept (--force replaces it)", "exists and differs: kept (--force replaces it)"),
+    "overwrite": ("replaces the existing one", "replaced the existing one"),
+    "written": ("", "written"),
+    "overwritten": ("", "overwritten"),
+    "failed": ("", "failed"),
+}
+
+
+@click.command("import", short_help="Make the MCP servers of Claude, Cursor, VS Code or Codex apps of the gateway.")
+@click.argument("files", metavar="[FILE]...", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--from",
+    "client",
+    type=click.Choice(["claude-desktop", "claude-code", "cursor", "vscode", "codex"]),
+    help="Only this client's files; with FILE, read FILE as this client's format.",
+)
+@click.option(
+    "--write", "do_write", is_flag=True, help="Write the descriptors (and store secrets); without it, a dry run."
+)
+@click.option(
+    "--secrets",
+    type=click.Choice(["keyring", "env"]),
+    help='Where secret values go: the OS keyring ({"$keyring": …}) or environment variables you set '
+    '({"$env": …}). Default: keyring if one is usable, else env.',
+)
+@click.option("--force", is_flag=True, help="Replace descriptors (and keyring items) that exist and differ.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan (or what was written) as JSON.")
+@click.pass_context
+def import_servers(
+    ctx: click.Context,
+    files: tuple[Path, ...],
+    client: str | None,
+    do_write: bool,
+    secrets: str | None,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Write one descriptor (~/.aai/mcp.<name>/aai.json) per MCP server that FILE lists, or, without FILE,
+    that Claude Desktop, Claude Code, Cursor, VS Code and Codex list on this machine (user files, and the
+    project files of the current folder). Secrets are moved out of the descriptors into the keyring or
+    environment variables. Prints the one entry that replaces those servers in each client.
+
+    A dry run unless --write. Exit 1 when a file or a server could not be imported, or a descriptor
+    differs from the one on disk (and --force was not given).
+    """
+    from aai_gateway.authoring import mcp_clients, mcp_import
+
+    settings = settings_of(ctx)
+    env = paths.environ()
+    if files:
+        sources: list[tuple[str | None, Path]] = [(client, path) for path in files]
+    else:
+        sources = list(mcp_clients.known_files(env, Path.cwd(), [client] if client else tuple(mcp_clients.CLIENTS)))
+        if not sources:
+            which = mcp_clients.CLIENTS[client] if client else ", ".join(mcp_clients.CLIENTS.values())
+            click.echo(f"No MCP server list of {which} found for this user or in this folder; give FILE.")
+            return
+    found = mcp_clients.read(sources, env)
+    mode, store, why = _secret_store(secrets)
+    result = mcp_import.plan(found, settings.aai_home, env, mode, store, force=force, gateway_port=settings.http_port)
+    if do_write:
+        mcp_import.write(result, store)
+    entries = {c: mcp_import.client_entry(c) for c in result.clients()}
+    if as_json:
+        click.echo(json.dumps(_as_json(result, do_write, entries), indent=2, ensure_ascii=False))
+    else:
+        _print(result, do_write, entries, why)
+    if result.problems or any(p.status in ("differs", "failed") for p in result.servers):
+        ctx.exit(1)
+
+
+def _secret_store(option: str | None) -> tuple[str, Store | None, str]:
+    """`(mode, store, why)`: the keyring when asked for or usable, else environment variables."""
+    if option == "env":
+        return "env", None, ""
+    from aai_gateway.auth.secrets import keyring_store
+
+    try:
+        return "keyring", keyring_store(), ""
+    except LookupError as exc:
+        if option == "keyring":
+            fail(f"--secrets keyring: no keyring is usable ({exc}); use --secrets env", 1)
+        return "env", None, f"no keyring is usable ({exc}), so secrets become environment variables"
+
+
+def _print(result: Plan, written: bool, entries: dict[str, str], why: str) -> None:
+    from aai_gateway.authoring.mcp_clients import CLIENTS
+
+    if result.files:
+        click.echo(f"Read {len(result.files)} file(s):")
+    for client, path in result.files:
+        click.echo(f"  {CLIENTS[client]:<15} {path}")
+    if not (result.servers or result.problems or result.skipped):
+        click.echo("No MCP servers in them.")
+    if result.servers:
+        verb = "Descriptors" if written else "Would write (a dry run; --write writes)"
+        click.echo(f"\n{verb}:")
+    for planned in result.servers:
+        status = _STATUS[planned.status][1 if written else 0]
+        click.echo(f"  {planned.app_id}  {planned.path}  [{status}]")
+        execution = planned.descriptor["execution"]
+        if "url" in execution:
+            click.echo(f"      streamable HTTP: {execution['url']}")
+        else:
+            click.echo(f"      stdio: {' '.join([execution['command'], *execution['args']])}")
+        froms = ", ".join(f"{CLIENTS[s.client]} ({s.name})" for s in planned.sources)
+        click.echo(f"      from: {froms}")
+        for moved in planned.moved:
+            where = f"keyring item {moved.key}" if moved.to == "keyring" else f"environment variable {moved.key}"
+            click.echo(f"      {moved.place} → {where}")
+        for note in planned.notes:
+            click.echo(f"      note: {note}")
+    if why:
+        click.echo(f"\nNote: {why}.")
+    variables = result.variables()
+    if variables:
+        click.echo(
+            "\nSet these environment variables where the gateway runs (your shell profile, a service file, "
+            "or the env of the client entry below):"
+        )
+        for name, purpose in variables:
+            click.echo(f"  {name:<24} {purpose}")
+    if result.skipped:
+        click.echo("\nLeft out:")
+        for problem in result.skipped:
+            click.echo(f"  {problem}")
+    if result.problems:
+        click.echo("\nNot imported:", err=True)
+        for problem in result.problems:
+            click.echo(f"  {problem}", err=True)
+    for client, sources in result.clients().items():
+        by_file: dict[str, list[str]] = {}
+        for source in sources:
+            scope = f" (project {source.scope})" if source.scope else ""
+            by_file.setdefault(f"{source.file}{scope}", []).append(source.name)
+        click.echo(f"\n{CLIENTS[client]}: replace the imported servers with the gateway's one entry:")
+        for file, names in by_file.items():
+            click.echo(f"  in {file}, remove {', '.join(names)}")
+        if client == "claude-code":
+            click.echo("  and add it with `claude mcp add aai -- aai-gateway --mcp`, or this entry:")
+        else:
+            click.echo("  and add:")
+        click.echo("\n".join(f"    {line}" for line in entries[client].splitlines()))
+    if not written and result.servers:
+        click.echo("\nNothing was written: run again with --write.")
+
+
+def _as_json(result: Plan, written: bool, entries: dict[str, str]) -> dict[str, Any]:
+    def problem(p: Problem) -> dict[str, str]:
+        return {"where": p.where, "message": p.message}
+
+    return {
+        "write": written,
+        "secrets": result.secrets,
+        "files": [{"client": c, "path": str(p)} for c, p in result.files],
+        "servers": [
+            {
+                "appId": planned.app_id,
+                "path": str(planned.path),
+                "status": planned.status,
+                "sources": [
+                    {"client": s.client, "file": str(s.file), "name": s.name, "project": s.scope}
+                    for s in planned.sources
+                ],
+                "secrets": [{"field": m.place, "to": m.to, "key": m.key, "note": m.note} for m in planned.moved],
+                "notes": planned.notes,
+                "descriptor": planned.descriptor,
+            }
+            for planned in result.servers
+        ],
+        "variables": [{"name": n, "for": p} for n, p in result.variables()],
+        "skipped": [problem(p) for p in result.skipped],
+        "problems": [problem(p) for p in result.problems],
+        "clientEntries": entries,
+    }

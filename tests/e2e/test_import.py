@@ -1,0 +1,221 @@
+"""`aai-gateway import` as users run it: the installed command, sample files of every client in a
+home of its own, gnome-keyring on a private bus for the secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.oauth_env import GnomeKeyring
+from tests.import_samples import (
+    BRAVE_KEY,
+    DB_PASSWORD,
+    GITHUB_TOKEN,
+    SECRETS,
+    SLACK_TOKEN,
+    check_shape,
+    secrets_in,
+    write_all,
+    write_codex,
+    write_cursor,
+)
+from tests.support import Bus, gateway_command
+
+IMPORTED = {"mcp.filesystem", "mcp.github", "mcp.postgres", "mcp.sentry", "mcp.stripe", "mcp.memory", "mcp.linear",
+            "mcp.brave-search", "mcp.perplexity", "mcp.notion", "mcp.context7", "mcp.slack", "mcp.docs"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def keyring(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GnomeKeyring]:
+    """One gnome-keyring for the module, on a private bus (each test imports under its own app ids' keys)."""
+    workdir = tmp_path_factory.mktemp("import-keyring")
+    bus = Bus(workdir / "bus")
+    try:
+        daemon = GnomeKeyring(bus, workdir / "keyring")
+        try:
+            yield daemon
+        finally:
+            daemon.stop()
+    finally:
+        bus.stop()
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def project(home: Path) -> Path:
+    folder = home / "work" / "shop"
+    folder.mkdir(parents=True)
+    return folder
+
+
+def run(home: Path, cwd: Path, *args: str, keyring: GnomeKeyring | None = None) -> subprocess.CompletedProcess[str]:
+    """The installed command in `home`, from `cwd`; without `keyring`, on a bus that does not exist."""
+    moved = ("XDG_CONFIG_HOME", "CODEX_HOME", "APPDATA", "AAI_HOME", "DBUS_SESSION_BUS_ADDRESS")
+    env = {k: v for k, v in os.environ.items() if k not in moved}
+    env["HOME"] = str(home)
+    env["DBUS_SESSION_BUS_ADDRESS"] = keyring.bus.address if keyring else f"unix:path={home}/no-bus"
+    return subprocess.run(
+        [gateway_command(), "import", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def descriptors(home: Path) -> dict[str, Any]:
+    return {p.parent.name: json.loads(p.read_text()) for p in sorted((home / ".aai").glob("*/aai.json"))}
+
+
+def every_file(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file()]
+
+
+def test_a_dry_run_prints_the_plan_and_writes_nothing(home: Path, project: Path) -> None:
+    write_all(home, project)
+    done = run(home, project)
+    assert done.returncode == 1, done.stderr  # two entries cannot be imported
+    out = done.stdout
+    assert "Would write (a dry run; --write writes):" in out
+    for app_id in IMPORTED:
+        assert f"  {app_id}  {home / '.aai' / app_id / 'aai.json'}  [new]" in out
+    assert "from: Claude Desktop (filesystem), Claude Code (filesystem)" in out
+    assert "env.GITHUB_PERSONAL_ACCESS_TOKEN → environment variable GITHUB_PERSONAL_ACCESS_TOKEN" in out
+    assert "no keyring is usable" in out
+    assert "Set these environment variables where the gateway runs" in out
+    assert "SENTRY_AUTHORIZATION" in out
+    assert "set it to: Bearer $SENTRY_TOKEN" in out
+    assert "is aai-gateway itself; left as it is" in out
+    assert '[mcp_servers.aai]\n    command = "aai-gateway"\n    args = ["--mcp"]' in out
+    assert '"aai": { "type": "stdio", "command": "aai-gateway", "args": ["--mcp"] }' in out
+    assert f"in {home / '.codex' / 'config.toml'}, remove context7, slack, docs" in out
+    assert f"in {home / '.claude.json'} (project {project}), remove filesystem, stripe" in out
+    assert "Nothing was written: run again with --write." in out
+    assert "server 'half-written': has neither command nor url" in done.stderr
+    assert "server 'legacy': uses the SSE transport" in done.stderr
+    assert not [s for s in SECRETS if s in out + done.stderr]
+    assert not (home / ".aai").exists()
+
+
+def test_write_with_environment_references(home: Path, project: Path) -> None:
+    write_all(home, project)
+    done = run(home, project, "--write", "--secrets", "env", "--json")
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["write"] is True
+    assert report["secrets"] == "env"
+    assert {s["appId"] for s in report["servers"]} == IMPORTED
+    assert {s["status"] for s in report["servers"]} == {"written"}
+    written = descriptors(home)
+    assert set(written) == IMPORTED
+    for folder, descriptor in written.items():
+        check_shape(descriptor, folder)
+    assert written["mcp.slack"]["execution"]["env"] == {
+        "SLACK_BOT_TOKEN": {"$env": "SLACK_BOT_TOKEN"},
+        "SLACK_TEAM_ID": "T01234567",
+    }
+    assert written["mcp.github"]["execution"]["env"] == {
+        "GITHUB_PERSONAL_ACCESS_TOKEN": {"$env": "GITHUB_PERSONAL_ACCESS_TOKEN"}
+    }
+    assert not secrets_in(every_file(home / ".aai"))
+    assert {v["name"] for v in report["variables"]} >= {"SLACK_BOT_TOKEN", "BRAVE_API_KEY", "DATABASE_CONNECTION"}
+    assert (home / ".aai" / "mcp.slack" / "aai.json").stat().st_mode & 0o777 == 0o644
+
+    again = json.loads(run(home, project, "--write", "--secrets", "env", "--json").stdout)
+    assert {s["status"] for s in again["servers"]} == {"unchanged"}
+
+
+def test_write_with_the_keyring(home: Path, project: Path, keyring: GnomeKeyring) -> None:
+    write_all(home, project)
+    done = run(home, project, "--write", "--json", keyring=keyring)
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["secrets"] == "keyring"
+    written = descriptors(home)
+    assert set(written) == IMPORTED
+    for folder, descriptor in written.items():
+        check_shape(descriptor, folder)
+    assert written["mcp.github"]["execution"]["env"] == {
+        "GITHUB_PERSONAL_ACCESS_TOKEN": {"$keyring": "mcp.github|GITHUB_PERSONAL_ACCESS_TOKEN"}
+    }
+    assert written["mcp.linear"]["execution"]["headers"]["Authorization"] == {"$keyring": "mcp.linear|Authorization"}
+    # References the client file had stay references: nothing to store for them.
+    assert written["mcp.sentry"]["execution"]["headers"] == {"Authorization": {"$env": "SENTRY_AUTHORIZATION"}}
+    assert keyring.items("mcp.github|GITHUB_PERSONAL_ACCESS_TOKEN") == [GITHUB_TOKEN]
+    assert keyring.items("mcp.slack|SLACK_BOT_TOKEN") == [SLACK_TOKEN]
+    assert keyring.items("mcp.postgres|DATABASE_CONNECTION") == [f"postgresql://app:{DB_PASSWORD}@db.internal:5432/app"]
+    assert keyring.items("mcp.linear|Authorization")[0].startswith("Bearer lin_api_")
+    assert keyring.items("mcp.slack|SLACK_TEAM_ID") == []
+    assert not secrets_in(every_file(home / ".aai"))
+    assert not (home / ".aai" / "secrets.json").exists()
+
+    # Another key in the client's file: the keyring item is kept until --force.
+    cursor = home / ".cursor" / "mcp.json"
+    cursor.write_text(cursor.read_text().replace(BRAVE_KEY, "BSAnewKey0000000000000000001"))
+    kept = run(home, project, "--write", "--json", str(cursor), keyring=keyring)
+    assert kept.returncode == 1
+    brave = next(s for s in json.loads(kept.stdout)["servers"] if s["appId"] == "mcp.brave-search")
+    assert brave["status"] == "differs"
+    assert "the keyring already holds another value for mcp.brave-search|BRAVE_API_KEY" in brave["notes"][0]
+    assert keyring.items("mcp.brave-search|BRAVE_API_KEY") == [BRAVE_KEY]
+    forced = run(home, project, "--write", "--force", str(cursor), keyring=keyring)
+    assert "mcp.brave-search" in forced.stdout
+    assert "[overwritten]" in forced.stdout
+    assert keyring.items("mcp.brave-search|BRAVE_API_KEY") == ["BSAnewKey0000000000000000001"]
+
+
+def test_keyring_asked_for_but_absent(home: Path, project: Path) -> None:
+    done = run(home, project, "--secrets", "keyring", str(write_codex(home)))
+    assert done.returncode == 1
+    assert "--secrets keyring: no keyring is usable" in done.stderr
+    assert "use --secrets env" in done.stderr
+
+
+def test_an_existing_descriptor_is_not_overwritten_without_force(home: Path, project: Path) -> None:
+    codex = str(write_codex(home))
+    assert run(home, project, "--write", codex).returncode == 0
+    target = home / ".aai" / "mcp.docs" / "aai.json"
+    edited = json.loads(target.read_text())
+    edited["app"]["description"] = "Our docs, described by hand."
+    target.write_text(json.dumps(edited))
+    kept = run(home, project, "--write", codex)
+    assert kept.returncode == 1
+    assert f"mcp.docs  {target}  [exists and differs: kept (--force replaces it)]" in kept.stdout
+    assert "mcp.slack" in kept.stdout
+    assert "[unchanged]" in kept.stdout
+    assert json.loads(target.read_text()) == edited
+    forced = run(home, project, "--write", "--force", codex)
+    assert forced.returncode == 0, forced.stderr
+    assert f"mcp.docs  {target}  [overwritten]" in forced.stdout
+    assert json.loads(target.read_text())["app"]["description"] != edited["app"]["description"]
+
+
+def test_a_broken_file_is_named_and_the_others_still_imported(home: Path, project: Path) -> None:
+    broken = project / ".cursor" / "mcp.json"
+    broken.parent.mkdir()
+    broken.write_text('{\n  "mcpServers": {\n    "x": {"command": npx}\n  }\n}\n')
+    bad_toml = project / "config.toml"
+    bad_toml.write_text("[mcp_servers.x]\ncommand = npx\n")
+    done = run(home, project, "--write", str(broken), str(bad_toml), str(write_cursor(home)))
+    assert done.returncode == 1
+    assert f"{broken}: invalid JSON at line 3, column 22: Expecting value" in done.stderr
+    assert f"{bad_toml}: invalid TOML" in done.stderr
+    assert "line 2" in done.stderr
+    assert set(descriptors(home)) == {"mcp.linear", "mcp.brave-search"}
+
+
+def test_nothing_to_import(home: Path, project: Path) -> None:
+    done = run(home, project)
+    assert done.returncode == 0
+    assert "No MCP server list of Claude Desktop, Claude Code, Cursor, VS Code, Codex found" in done.stdout
+    unknown = project / "notes.json"
+    unknown.write_text('{"title": "not a server list"}')
+    refused = run(home, project, str(unknown))
+    assert refused.returncode == 1
+    assert f"{unknown}: unknown format" in refused.stderr
