@@ -10,9 +10,10 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -60,7 +61,7 @@ SLOW = 3.0
 class Completions(BaseHTTPRequestHandler):
     """POST /v1/chat/completions: the answer named by the request's model; `slow` answers after SLOW s."""
 
-    requests: list[dict[str, Any]] = []
+    requests: ClassVar[list[dict[str, Any]]] = []
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
@@ -78,10 +79,8 @@ class Completions(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        try:
+        with suppress(BrokenPipeError, ConnectionResetError):  # the slow answer's client has given up
             self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the slow answer's client has given up
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -203,10 +202,11 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize(("model", "why"), REFUSED, ids=[m for m, _ in REFUSED])
+@pytest.mark.parametrize("case", REFUSED, ids=[m for m, _ in REFUSED])
 def test_a_bad_answer_leaves_the_generated_descriptor(
-    notes_bus: Bus, model_server: str, plain: dict[str, Any], tmp_path: Path, model: str, why: str
+    notes_bus: Bus, model_server: str, plain: dict[str, Any], tmp_path: Path, case: tuple[str, str]
 ) -> None:
+    model, why = case
     out = tmp_path / "aai.json"
     done = generate(notes_bus, tmp_path / "home", out, "--llm", llm=config(model_server, model))
     assert done.returncode == 0, done.stderr

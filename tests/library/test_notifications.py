@@ -20,7 +20,17 @@ from mcp import ClientSession
 
 from aai_gateway.authoring.knowledge import bundled_folder
 from tests.e2e.mcp_client import stdio_session, text_of
-from tests.e2e.test_dunst import DISPLAYS, DUNSTRC, MICROSECONDS, NOTIFICATIONS, count, history, start_xvfb
+from tests.e2e.test_dunst import (
+    DISPLAYS,
+    DUNSTRC,
+    MICROSECONDS,
+    NOTIFICATIONS,
+    X11_SOCKETS,
+    count,
+    history,
+    lock_pid,
+    start_xvfb,
+)
 from tests.support import Bus, gateway_command, install_descriptor, stop, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -46,7 +56,7 @@ def shared_bus(workdir: Path) -> Iterator[Bus]:
 @pytest.fixture(scope="module")
 def display(workdir: Path) -> Iterator[str]:
     for number in DISPLAYS:
-        if Path(f"/tmp/.X11-unix/X{number}").exists() or Path(f"/tmp/.X{number}-lock").exists():
+        if (X11_SOCKETS / f"X{number}").exists() or lock_pid(number) is not None:
             continue
         proc = start_xvfb(number, workdir / f"xvfb-{number}.log")
         if proc is None:
