@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from aai_gateway.auth.oauth import AuthStatus
     from aai_gateway.auth.provider import WebAuth
     from aai_gateway.authoring.describe import Described
+    from aai_gateway.authoring.knowledge import Source
     from aai_gateway.consent import ConsentStore
 
 log = logging.getLogger("aai_gateway.scan")
@@ -359,7 +360,7 @@ def _generate_sdef(
     click.echo(f"{written}: {generated.app_id}, {generated.tool_count} tools from {found.source}", err=True)
 
 
-def _described(settings: Settings, document: dict[str, Any], sources: Any, use_llm: bool) -> Described:
+def _described(settings: Settings, document: dict[str, Any], sources: Mapping[str, Source], use_llm: bool) -> Described:
     """The generated descriptor with the library's knowledge, then (with --llm) the model's texts."""
     from aai_gateway.authoring.describe import NoModel, describe
 
