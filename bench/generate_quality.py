@@ -25,14 +25,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager, suppress
+from collections.abc import Mapping
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 from aai_gateway.authoring import dbus_services, generate, knowledge
 from aai_gateway.authoring.knowledge import Entry, Source
-from tests.e2e.test_dunst import DISPLAYS, DUNSTRC, X11_SOCKETS, lock_pid, start_xvfb
+from tests.e2e.test_dunst import DUNSTRC, free_display
 from tests.support import EXAMPLES, Bus, Mpv, running, start_app, stop, wait_until
 
 START_WAIT = 10.0
@@ -66,22 +66,6 @@ async def measure(app: str, bus_name: str, library: list[Entry]) -> Row:
         described(applied.sources),
         sum(1 for s in applied.sources.values() if s == "library"),
     )
-
-
-@contextmanager
-def display(workdir: Path) -> Iterator[str]:
-    for number in DISPLAYS:
-        if (X11_SOCKETS / f"X{number}").exists() or lock_pid(number) is not None:
-            continue
-        proc = start_xvfb(number, workdir / f"xvfb-{number}.log")
-        if proc is None:
-            continue
-        try:
-            yield f":{number}"
-        finally:
-            stop(proc)
-        return
-    raise RuntimeError("no free X display")
 
 
 def start(argv: list[str], env: Mapping[str, str], bus: Bus, names: list[str]) -> subprocess.Popen[bytes] | None:
@@ -118,7 +102,7 @@ async def bench(workdir: Path) -> tuple[list[Row], list[str]]:
         bus = Bus(workdir / "bus")
         stack.callback(bus.stop)
         os.environ["DBUS_SESSION_BUS_ADDRESS"] = bus.address
-        screen = stack.enter_context(display(workdir))
+        screen = stack.enter_context(free_display(workdir))
         env = bus.env(DISPLAY=screen)
         env.pop("WAYLAND_DISPLAY", None)
         (workdir / "dunstrc").write_text(DUNSTRC)

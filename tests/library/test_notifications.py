@@ -20,17 +20,7 @@ from mcp import ClientSession
 
 from aai_gateway.authoring.knowledge import bundled_folder
 from tests.e2e.mcp_client import stdio_session, text_of
-from tests.e2e.test_dunst import (
-    DISPLAYS,
-    DUNSTRC,
-    MICROSECONDS,
-    NOTIFICATIONS,
-    X11_SOCKETS,
-    count,
-    history,
-    lock_pid,
-    start_xvfb,
-)
+from tests.e2e.test_dunst import DUNSTRC, MICROSECONDS, NOTIFICATIONS, count, free_display, history
 from tests.support import Bus, gateway_command, install_descriptor, stop, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -55,18 +45,8 @@ def shared_bus(workdir: Path) -> Iterator[Bus]:
 
 @pytest.fixture(scope="module")
 def display(workdir: Path) -> Iterator[str]:
-    for number in DISPLAYS:
-        if (X11_SOCKETS / f"X{number}").exists() or lock_pid(number) is not None:
-            continue
-        proc = start_xvfb(number, workdir / f"xvfb-{number}.log")
-        if proc is None:
-            continue
-        try:
-            yield f":{number}"
-        finally:
-            stop(proc)
-        return
-    pytest.fail(f"no free X display in :{DISPLAYS.start}..:{DISPLAYS.stop - 1}")
+    with free_display(workdir) as number:
+        yield number
 
 
 @pytest.fixture(scope="module")

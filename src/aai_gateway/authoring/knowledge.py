@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -138,11 +138,13 @@ class Applied:
     notes: list[str] = field(default_factory=list)
 
 
-def _raw_tools(document: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Platform → the document's own tool lists (format A per platform, format C the one)."""
+def sections(document: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any], list[dict[str, Any]]]]:
+    """(platform, binding section, its own tool list) of a document: format A's platforms, format C's execution."""
     if "platforms" in document:
-        return {p: section["tools"] for p, section in document["platforms"].items() if "tools" in section}
-    return {str(document["platform"]): document["tools"]}
+        for platform, section in document["platforms"].items():
+            yield platform, section, section.get("tools", [])
+    else:
+        yield str(document["platform"]), document.get("execution", {}), document["tools"]
 
 
 def _single(template: Any) -> str | None:
@@ -298,7 +300,7 @@ def apply(document: dict[str, Any], sources: Mapping[str, Source], entries: Sequ
     if loaded is None:
         return result
     known = index(entries)
-    raw_tools = _raw_tools(document)
+    raw_tools = {platform: tools for platform, _, tools in sections(document)}
     taken = {str(t["name"]) for tools in raw_tools.values() for t in tools}
     used: dict[str, int] = {}
     for platform, binding in loaded.bindings.items():

@@ -29,7 +29,8 @@ from typing import Any
 import httpx2
 from jsonschema import Draft7Validator
 
-from aai_gateway.authoring.knowledge import Source
+from aai_gateway.authoring.knowledge import Source, sections
+from aai_gateway.authoring.openapi import capped
 from aai_gateway.config import LlmSettings, Settings
 from aai_gateway.descriptor.validate import check_document
 from aai_gateway.discovery.sites import url_site
@@ -144,15 +145,6 @@ class Outcome:
     """The tools (by their new names) whose text the model wrote."""
 
 
-def _sections(document: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any], list[dict[str, Any]]]]:
-    """(binding section, its tools) for format A's platforms or format C's execution."""
-    if "platforms" in document:
-        for section in document["platforms"].values():
-            yield section, section.get("tools", [])
-    else:
-        yield document.get("execution", {}), document["tools"]
-
-
 def _binding_of(section: Mapping[str, Any], tool: Mapping[str, Any]) -> dict[str, Any]:
     keys = ("service", "object", "objectPath", "interface", "base_url", "bundle_id")
     found = {k: section[k] for k in keys if k in section}
@@ -165,7 +157,7 @@ def _binding_of(section: Mapping[str, Any], tool: Mapping[str, Any]) -> dict[str
 def prompt_tools(document: Mapping[str, Any], sources: Mapping[str, Source]) -> list[dict[str, Any]]:
     """What the model is shown of each tool."""
     shown: list[dict[str, Any]] = []
-    for section, tools in _sections(document):
+    for _, section, tools in sections(document):
         for tool in tools:
             properties = tool.get("parameters", {}).get("properties", {})
             entry: dict[str, Any] = {
@@ -252,7 +244,7 @@ def check(answer: Mapping[str, Any], document: Mapping[str, Any], sources: Mappi
         error = errors[0]
         where = "/".join(str(p) for p in error.absolute_path) or "the answer"
         raise Refused(f"the model's answer does not fit the expected form: {where}: {error.message[:200]}")
-    tools = {str(t["name"]): t for _, listed in _sections(document) for t in listed}
+    tools = {str(t["name"]): t for _, _, listed in sections(document) for t in listed}
     final = {name: name for name in tools}
     for item in answer["tools"]:
         name = item["name"]
@@ -278,7 +270,7 @@ def take(
     """The checked answer's names and texts into `document` (changed in place); with `app_fixed` (the app's
     names came from the library) the app's name, description and aliases stay."""
     outcome = Outcome(document, dict(sources))
-    by_name = {str(t["name"]): t for _, listed in _sections(document) for t in listed}
+    by_name = {str(t["name"]): t for _, _, listed in sections(document) for t in listed}
     for item in answer["tools"]:
         tool = by_name[item["name"]]
         if outcome.sources.get(item["name"]) == "library":
@@ -323,14 +315,10 @@ async def ask(llm: LlmSettings, settings: Settings, body: Mapping[str, Any]) -> 
             ):
                 if response.status_code != 200:
                     raise Refused(f"{url} answered HTTP {response.status_code}")
-                chunks: list[bytes] = []
-                total = 0
-                async for chunk in response.aiter_bytes():
-                    total += len(chunk)
-                    if total > MAX_ANSWER_BYTES:
-                        raise Refused(f"the answer is larger than {MAX_ANSWER_BYTES // 1024} KiB")
-                    chunks.append(chunk)
-                return b"".join(chunks)
+                data = await capped(response, MAX_ANSWER_BYTES)
+                if data is None:
+                    raise Refused(f"the answer is larger than {MAX_ANSWER_BYTES // 1024} KiB")
+                return data
     except (TimeoutError, httpx2.TimeoutException):
         raise Refused(f"{url} did not answer within {llm.timeout:g} s (llm.timeout)") from None
     except httpx2.HTTPError as exc:

@@ -306,6 +306,18 @@ def parse(data: bytes, where: str) -> Mapping[str, Any]:
     return spec
 
 
+async def capped(response: httpx2.Response, cap: int) -> bytes | None:
+    """The streamed body, or None as soon as it grows past `cap` bytes."""
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in response.aiter_bytes():
+        total += len(chunk)
+        if total > cap:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def fetch(url: str, settings: Settings, cap: int = MAX_OPENAPI_BYTES) -> bytes:
     """GET an OpenAPI document: https (plain http only to loopback with web.allowHttpLoopback), the
     addresses checked like web:discover's, no redirects, `cap` bytes at most, web.timeout seconds."""
@@ -322,14 +334,10 @@ async def fetch(url: str, settings: Settings, cap: int = MAX_OPENAPI_BYTES) -> b
             ):
                 if not 200 <= response.status_code < 300:
                     raise ApiRequestFailed(f"{url} answered HTTP {response.status_code}")
-                chunks: list[bytes] = []
-                total = 0
-                async for chunk in response.aiter_bytes():
-                    total += len(chunk)
-                    if total > cap:
-                        raise AaiJsonInvalid(f"{url} is larger than {cap} bytes")
-                    chunks.append(chunk)
-                return b"".join(chunks)
+                data = await capped(response, cap)
+                if data is None:
+                    raise AaiJsonInvalid(f"{url} is larger than {cap} bytes")
+                return data
     except (TimeoutError, httpx2.TimeoutException):
         raise ApiRequestFailed(f"{url} did not answer within {settings.web_timeout:g} s (web.timeout)") from None
     except httpx2.HTTPError as exc:
