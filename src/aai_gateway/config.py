@@ -62,6 +62,16 @@ class AppSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class LlmSettings:
+    """The OpenAI-compatible endpoint `--generate --llm` asks (`llm` in config.json)."""
+
+    base_url: str
+    model: str
+    api_key: Secret | None = None
+    timeout: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
 class ConsentRule:
     """One `consent.rules` entry: a caller (None: any), an app and a tool (None: any), "*" matching any."""
 
@@ -107,6 +117,13 @@ class Settings:
     web_cache_ttl_hours: float = 24.0
     web_max_response_bytes: int = 10 * 1024 * 1024
     web_timeout: float = 30.0
+    llm_base_url: str | None = None
+    """`llm.baseUrl`: the OpenAI-compatible API `--generate --llm` posts `/chat/completions` to."""
+    llm_model: str | None = None
+    llm_api_key: str | None = None
+    """The environment variable `llm.apiKey` names; its value is `llm_api_key_value`."""
+    llm_api_key_value: Secret | None = None
+    llm_timeout: float = 60.0
     apps: Mapping[str, AppSettings] = field(default_factory=dict)
     consent_default: str = "ask"
     consent_read_only: str = "ask"
@@ -124,6 +141,13 @@ class Settings:
     """The file the settings came from, or None when defaults were used."""
     sources: Mapping[str, str] = field(default_factory=dict)
     """For each setting that did not come from defaults, where it came from."""
+
+    @property
+    def llm(self) -> LlmSettings | None:
+        """The LLM endpoint, when config.json names one (`llm.baseUrl` and `llm.model`)."""
+        if self.llm_base_url is None or self.llm_model is None:
+            return None
+        return LlmSettings(self.llm_base_url, self.llm_model, self.llm_api_key_value, self.llm_timeout)
 
     def with_changes(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -285,7 +309,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
     path = config_path or paths.config_file(env)
     data = read_config_file(path)
     sources: dict[str, str] = {key: str(path) for key in data}
-    for group in ("web", "consent"):
+    for group in ("web", "consent", "llm"):
         sources.update((f"{group}.{key}", str(path)) for key in data.get(group, {}))
     if env.get("AAI_HOME"):
         sources["aai_home"] = "AAI_HOME"
@@ -304,6 +328,8 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
     apps = {app_id: _app_settings(app_id, raw, env) for app_id, raw in data.get("apps", {}).items()}
     consent = data.get("consent", {})
     token_env = data["mcpToken"]["$env"] if "mcpToken" in data else None
+    llm = data.get("llm", {})
+    llm_key_env = llm["apiKey"]["$env"] if "apiKey" in llm else None
     rules = tuple(
         ConsentRule(app=r["app"], decision=r["decision"], caller=r.get("caller"), tool=r.get("tool"))
         for r in consent.get("rules", [])
@@ -334,6 +360,11 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         web_cache_ttl_hours=float(web.get("cacheTtlHours", 24)),
         web_max_response_bytes=web.get("maxResponseBytes", 10 * 1024 * 1024),
         web_timeout=float(web.get("timeout", 30)),
+        llm_base_url=llm.get("baseUrl"),
+        llm_model=llm.get("model"),
+        llm_api_key=llm_key_env,
+        llm_api_key_value=Secret(env[llm_key_env]) if llm_key_env and env.get(llm_key_env) else None,
+        llm_timeout=float(llm.get("timeout", 60)),
         apps=apps,
         consent_default=consent.get("default", "ask"),
         consent_read_only=consent.get("readOnly", "ask"),

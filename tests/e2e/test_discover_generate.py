@@ -175,7 +175,10 @@ def test_generate_refuses_unknown_names_and_bad_options(bus: Bus, echo_app: None
     doc = json.loads(printed.stdout)
     assert doc["app"]["id"] == "dev.aai.echo-c"
     assert doc["execution"]["type"] == "dbus"
-    assert printed.stderr.strip() == "generated: dev.aai.echo-c, 14 tools from dev.aai.Echo"
+    assert printed.stderr.splitlines() == [
+        "descriptions: 0 from the library, 0 from the interface, 14 mechanical",
+        "generated: dev.aai.echo-c, 14 tools from dev.aai.Echo",
+    ]
 
 
 async def test_generated_echo_descriptors_drive_the_app(bus: Bus, echo_app: None, tmp_path: Path) -> None:

@@ -67,6 +67,7 @@ def test_generate_from_an_sdef_file_then_validate(tmp_path: Path) -> None:
         "which AppleScript cannot build from data",
         "note: no bundle id is known: the scripts address the app by its name 'Jotter' (--app-id sets one)",
         "note: hidden commands are left out: dump state, reset caches",
+        "descriptions: 0 from the library, 9 from the interface, 0 mechanical",
         f"wrote {out}: local.jotter, 9 tools from {JOTTER}",
     ]
     validated = gateway(env, "validate", str(out))

@@ -26,6 +26,7 @@ from dbus_fast import SignatureTree, SignatureType
 from dbus_fast.constants import PropertyAccess
 from dbus_fast.introspection import Arg, Interface, Method, Node, Property
 
+from aai_gateway.authoring.knowledge import Source
 from aai_gateway.authoring.names import APP_ID, MAX_TOOL_NAME, app_id_for, snake
 from aai_gateway.executors.dbus_types import INT_RANGES, TYPE_WORDS
 
@@ -92,6 +93,8 @@ class Operation:
     description: str
     parameters: Mapping[str, Any]
     returns: Mapping[str, Any] | None = None
+    source: Source = "mechanical"
+    """Whether the description is the interface's own text (its annotations) or the plain sentence."""
 
     @property
     def base_name(self) -> str:
@@ -103,6 +106,8 @@ class Generated:
     document: dict[str, Any]
     notes: tuple[str, ...] = field(default_factory=tuple)
     """What was left out and why, for the person running the generator."""
+    sources: Mapping[str, Source] = field(default_factory=dict)
+    """Tool name → where its description came from."""
 
     @property
     def app_id(self) -> str:
@@ -153,7 +158,8 @@ def method_operation(path: str, interface: Interface, method: Method) -> Operati
         returns = outs[0]
     elif outs:
         returns = {"type": "array", "items": outs, "minItems": len(outs), "maxItems": len(outs)}
-    description = _annotated(method.annotations) or f"Calls the DBus method {interface.name}.{method.name}."
+    documented = _annotated(method.annotations)
+    description = documented or f"Calls the DBus method {interface.name}.{method.name}."
     return Operation(
         path=path,
         interface=interface.name,
@@ -162,6 +168,7 @@ def method_operation(path: str, interface: Interface, method: Method) -> Operati
         description=description + _deprecated(method.annotations),
         parameters=parameters,
         returns=returns,
+        source="interface" if documented else "mechanical",
     )
 
 
@@ -169,6 +176,7 @@ def property_operations(path: str, interface: Interface, prop: Property) -> list
     doc = _annotated(prop.annotations)
     what = f"the DBus property {interface.name}.{prop.name} ({type_words(prop.signature)})"
     deprecated = _deprecated(prop.annotations)
+    source: Source = "interface" if doc else "mechanical"
     found = []
     if prop.access in (PropertyAccess.READ, PropertyAccess.READWRITE):
         description = f"Reads {prop.name}: {doc}" if doc else f"Reads {what}."
@@ -181,6 +189,7 @@ def property_operations(path: str, interface: Interface, prop: Property) -> list
                 description=description + deprecated,
                 parameters=dict(EMPTY_PARAMETERS),
                 returns=schema_for(prop.signature),
+                source=source,
             )
         )
     if prop.access in (PropertyAccess.WRITE, PropertyAccess.READWRITE) and "h" not in prop.signature:
@@ -194,6 +203,7 @@ def property_operations(path: str, interface: Interface, prop: Property) -> list
                 kind="set",
                 description=description + deprecated,
                 parameters={"type": "object", "properties": {name: schema_for(prop.signature)}, "required": [name]},
+                source=source,
             )
         )
     return found
@@ -317,7 +327,9 @@ def generate(
     description = (
         f"Generated from the DBus introspection of {bus_name} on the {bus} bus (interfaces: {', '.join(interfaces)})."
     )
-    tools = [_tool(op, name, path, interface, fmt) for op, name in zip(ops, tool_names(ops), strict=True)]
+    names = tool_names(ops)
+    tools = [_tool(op, name, path, interface, fmt) for op, name in zip(ops, names, strict=True)]
+    sources = {name: op.source for op, name in zip(ops, names, strict=True)}
     binding: dict[str, Any] = {"service": bus_name}
     if fmt == "a":
         binding.update(object=path, interface=interface)
@@ -341,7 +353,7 @@ def generate(
             "execution": {"type": "dbus", **binding},
             "tools": tools,
         }
-    return Generated(document, tuple(notes))
+    return Generated(document, tuple(notes), sources)
 
 
 def _tool(op: Operation, name: str, path: str, interface: str, fmt: str) -> dict[str, Any]:

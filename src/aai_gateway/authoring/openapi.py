@@ -29,6 +29,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx2
 
+from aai_gateway.authoring.knowledge import Source
 from aai_gateway.authoring.names import APP_ID, MAX_TOOL_NAME, app_id_for, snake
 from aai_gateway.config import Settings
 from aai_gateway.discovery.sites import url_site
@@ -47,6 +48,8 @@ class Generated:
     app_id: str
     tool_count: int
     notes: list[str] = field(default_factory=list)
+    sources: dict[str, Source] = field(default_factory=dict)
+    """Tool name → where its description came from (the operation's summary or description, or neither)."""
 
 
 def is_source(text: str, exists: bool) -> bool:
@@ -258,6 +261,7 @@ def generate(spec: Mapping[str, Any], *, source_url: str | None = None, app_id: 
         raise ValueError(f"{chosen!r} is not a valid appId (lowercase reverse-DNS like com.example.api); use --app-id")
     tools: list[dict[str, Any]] = []
     names: set[str] = set()
+    sources: dict[str, Source] = {}
     for path, raw in (spec.get("paths") or {}).items():
         item = resolve_refs(raw, spec)
         if not isinstance(item, Mapping):
@@ -274,6 +278,8 @@ def generate(spec: Mapping[str, Any], *, source_url: str | None = None, app_id: 
                 tool["name"], n = base[: MAX_TOOL_NAME - len(suffix)] + suffix, n + 1
             names.add(tool["name"])
             tools.append(tool)
+            documented = operation.get("summary") or operation.get("description")
+            sources[tool["name"]] = "interface" if documented else "mechanical"
     auth, auth_notes = auth_for(resolve_refs(spec, spec), base_url)
     notes.extend(auth_notes)
     web: dict[str, Any] = {"automation": "restapi", "base_url": base_url or "https://example.invalid"}
@@ -287,7 +293,7 @@ def generate(spec: Mapping[str, Any], *, source_url: str | None = None, app_id: 
     if info.get("version"):
         document["version"] = str(info["version"])
     document["platforms"] = {"web": web}
-    return Generated(document, chosen, len(tools), notes)
+    return Generated(document, chosen, len(tools), notes, sources)
 
 
 def parse(data: bytes, where: str) -> Mapping[str, Any]:
@@ -298,6 +304,18 @@ def parse(data: bytes, where: str) -> Mapping[str, Any]:
     if not isinstance(spec, Mapping):
         raise AaiJsonInvalid(f"{where} is not a JSON object")
     return spec
+
+
+async def capped(response: httpx2.Response, cap: int) -> bytes | None:
+    """The streamed body, or None as soon as it grows past `cap` bytes."""
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in response.aiter_bytes():
+        total += len(chunk)
+        if total > cap:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 async def fetch(url: str, settings: Settings, cap: int = MAX_OPENAPI_BYTES) -> bytes:
@@ -316,14 +334,10 @@ async def fetch(url: str, settings: Settings, cap: int = MAX_OPENAPI_BYTES) -> b
             ):
                 if not 200 <= response.status_code < 300:
                     raise ApiRequestFailed(f"{url} answered HTTP {response.status_code}")
-                chunks: list[bytes] = []
-                total = 0
-                async for chunk in response.aiter_bytes():
-                    total += len(chunk)
-                    if total > cap:
-                        raise AaiJsonInvalid(f"{url} is larger than {cap} bytes")
-                    chunks.append(chunk)
-                return b"".join(chunks)
+                data = await capped(response, cap)
+                if data is None:
+                    raise AaiJsonInvalid(f"{url} is larger than {cap} bytes")
+                return data
     except (TimeoutError, httpx2.TimeoutException):
         raise ApiRequestFailed(f"{url} did not answer within {settings.web_timeout:g} s (web.timeout)") from None
     except httpx2.HTTPError as exc:

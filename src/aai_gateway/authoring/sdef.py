@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 from xml.parsers import expat
 
+from aai_gateway.authoring.knowledge import Source
 from aai_gateway.authoring.names import APP_ID, MAX_TOOL_NAME, app_id_for, snake
 
 MAX_SDEF_BYTES = 8 * 1024 * 1024
@@ -143,6 +144,8 @@ class Generated:
     document: dict[str, Any]
     notes: tuple[str, ...] = ()
     """What was left out and why, for the person running the generator."""
+    sources: Mapping[str, Source] = field(default_factory=dict)
+    """Tool name → where its description came from (the sdef's description of the command, or none)."""
 
     @property
     def app_id(self) -> str:
@@ -554,15 +557,19 @@ def generate(
         raise ValueError(f"app id '{app}' is not a lowercase reverse-DNS id such as com.example.mail")
     generator = _Generator(sdef, tell)
     tools: list[dict[str, Any]] = []
+    described: list[bool] = []
     hidden = [c.name for c in sdef.commands if c.hidden]
     for command in sdef.commands:
         if not command.hidden:
             tool = generator.tool(command)
             if tool is not None:
                 tools.append(tool)
+                described.append(bool(command.description))
     taken: set[str] = set()
-    for tool in tools:
+    sources: dict[str, Source] = {}
+    for tool, documented in zip(tools, described, strict=True):
         tool["name"] = _unique(tool["name"], taken)
+        sources[tool["name"]] = "interface" if documented else "mechanical"
     if hidden:
         notes.append(f"hidden commands are left out: {', '.join(hidden)}")
     if not tools:
@@ -580,7 +587,7 @@ def generate(
         "description": f"Generated from the scripting definition (sdef) of {title} (suites: {suites}).",
         "platforms": {"macos": macos},
     }
-    return Generated(document, (*generator.notes, *notes))
+    return Generated(document, (*generator.notes, *notes), sources)
 
 
 def _listed(names: Iterable[str]) -> str:

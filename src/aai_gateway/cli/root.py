@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +30,8 @@ from aai_gateway.service import Caller, Gateway
 if TYPE_CHECKING:
     from aai_gateway.auth.oauth import AuthStatus
     from aai_gateway.auth.provider import WebAuth
+    from aai_gateway.authoring.describe import Described
+    from aai_gateway.authoring.knowledge import Source
     from aai_gateway.consent import ConsentStore
 
 log = logging.getLogger("aai_gateway.scan")
@@ -62,6 +64,12 @@ log = logging.getLogger("aai_gateway.scan")
 )
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), help="With --generate: the file to write.")
 @click.option("--app-id", help="With --generate: the appId (default: from the bus name or bundle id).")
+@click.option(
+    "--llm",
+    "use_llm",
+    is_flag=True,
+    help="With --generate: let the model of config.json's llm section rewrite names and descriptions (never bindings).",
+)
 @click.option("--json", "as_json", is_flag=True, help="With --discover: print JSON.")
 @click.option(
     "--host",
@@ -95,6 +103,7 @@ def main(
     fmt: str,
     out: Path | None,
     app_id: str | None,
+    use_llm: bool,
     as_json: bool,
     config: Path | None,
     log_level: str | None,
@@ -115,11 +124,13 @@ def main(
         if mode is not None:
             fail(f"--generate cannot be combined with --{mode}")
         if sdef.is_source(bus_name):
-            _generate_sdef(bus_name, fmt, out, app_id)
+            _generate_sdef(settings_of(ctx), bus_name, fmt, out, app_id, use_llm)
         elif openapi.is_source(bus_name, Path(bus_name).is_file()):
-            _generate_openapi(settings_of(ctx), bus_name, out, app_id)
+            _generate_openapi(settings_of(ctx), bus_name, out, app_id, use_llm)
         else:
-            _generate(settings_of(ctx), bus_name, fmt, out, app_id)
+            _generate(settings_of(ctx), bus_name, fmt, out, app_id, use_llm)
+    elif use_llm:
+        fail("--llm goes with --generate")
     elif mode == "mcp":
         _serve_mcp(settings_of(ctx))
     elif mode == "web":
@@ -275,7 +286,7 @@ def _discover(settings: Settings, as_json: bool) -> None:
         click.echo("\n".join(dbus_services.report(services)))
 
 
-def _generate(settings: Settings, bus_name: str, fmt: str, out: Path | None, app_id: str | None) -> None:
+def _generate(settings: Settings, bus_name: str, fmt: str, out: Path | None, app_id: str | None, use_llm: bool) -> None:
     _linux_only(settings, "--generate")
     from aai_gateway.authoring import dbus_services, generate
 
@@ -285,11 +296,13 @@ def _generate(settings: Settings, bus_name: str, fmt: str, out: Path | None, app
         generated = generate.generate(bus_name, tree.objects, fmt=fmt, app_id=app_id)
     except (AaiError, ValueError) as exc:
         fail(str(exc), 1)
-    _write_generated(generated.document, out)
-    for note in (*generated.notes, *([tree.error] if tree.error else [])):
+    described = _described(settings, generated.document, generated.sources, use_llm)
+    _write_generated(described.document, out)
+    for note in (*generated.notes, *([tree.error] if tree.error else []), *described.notes):
         click.echo(f"note: {note}", err=True)
     if tree.started is not None:
         click.echo(f"note: {tree.started.note()}", err=True)
+    _said(described)
     where = f"wrote {out}" if out else "generated"
     click.echo(f"{where}: {generated.app_id}, {generated.tool_count} tools from {bus_name}", err=True)
 
@@ -320,7 +333,9 @@ def _discover_windows(settings: Settings, as_json: bool) -> None:
         click.echo("\n".join(com_servers.report(servers)))
 
 
-def _generate_sdef(source: str, fmt: str, out: Path | None, app_id: str | None) -> None:
+def _generate_sdef(
+    settings: Settings, source: str, fmt: str, out: Path | None, app_id: str | None, use_llm: bool
+) -> None:
     """--generate with a macOS scripting definition: an .sdef file, or an .app bundle's own."""
     from aai_gateway.authoring import scriptable, sdef
 
@@ -336,11 +351,29 @@ def _generate_sdef(source: str, fmt: str, out: Path | None, app_id: str | None) 
         )
     except ValueError as exc:
         fail(str(exc), 1)
-    _write_generated(generated.document, out)
-    for note in generated.notes:
+    described = _described(settings, generated.document, generated.sources, use_llm)
+    _write_generated(described.document, out)
+    for note in (*generated.notes, *described.notes):
         click.echo(f"note: {note}", err=True)
+    _said(described)
     written = f"wrote {out}" if out else "generated"
     click.echo(f"{written}: {generated.app_id}, {generated.tool_count} tools from {found.source}", err=True)
+
+
+def _described(settings: Settings, document: dict[str, Any], sources: Mapping[str, Source], use_llm: bool) -> Described:
+    """The generated descriptor with the library's knowledge, then (with --llm) the model's texts."""
+    from aai_gateway.authoring.describe import NoModel, describe
+
+    try:
+        return asyncio.run(describe(document, sources, settings, use_llm=use_llm))
+    except NoModel as exc:
+        fail(str(exc), 1)
+
+
+def _said(described: Described) -> None:
+    for warning in described.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    click.echo(described.summary(), err=True)
 
 
 def _write_generated(document: dict[str, Any], out: Path | None) -> None:
@@ -358,7 +391,7 @@ def _write_generated(document: dict[str, Any], out: Path | None) -> None:
             fail(f"cannot write {out}: {exc.strerror or exc}", 1)
 
 
-def _generate_openapi(settings: Settings, source: str, out: Path | None, app_id: str | None) -> None:
+def _generate_openapi(settings: Settings, source: str, out: Path | None, app_id: str | None, use_llm: bool) -> None:
     """--generate with an OpenAPI 3 document (JSON): a file, or an http(s) URL fetched like web:discover."""
     from aai_gateway.authoring import openapi
 
@@ -371,9 +404,11 @@ def _generate_openapi(settings: Settings, source: str, out: Path | None, app_id:
         fail(f"cannot read {source}: {exc.strerror or exc}", 1)
     except (AaiError, ValueError) as exc:
         fail(str(exc), 1)
-    _write_generated(generated.document, out)
-    for note in generated.notes:
+    described = _described(settings, generated.document, generated.sources, use_llm)
+    _write_generated(described.document, out)
+    for note in (*generated.notes, *described.notes):
         click.echo(f"note: {note}", err=True)
+    _said(described)
     where = f"wrote {out}" if out else "generated"
     click.echo(f"{where}: {generated.app_id}, {generated.tool_count} tools from {source}", err=True)
 
