@@ -6,7 +6,6 @@ how many of their slow calls are in flight at once, so nothing here depends on h
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 from collections.abc import AsyncIterator
@@ -16,14 +15,12 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from dbus_fast import BusType
-from dbus_fast.aio import MessageBus
-from dbus_fast.annotations import DBusDouble, DBusStr
-from dbus_fast.service import ServiceInterface, dbus_method
 from mcp import ClientSession
 from mcp.client.session import ClientRequestContext
 
 from tests.e2e.mcp_client import Consenter, error_of, stdio_session
+from tests.napper import Napper, serving
+from tests.napper import descriptor as napper_descriptor
 from tests.support import TEST_APPS, Bus, gateway_command, install_descriptor
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -32,64 +29,17 @@ SLOW_APPS = 10
 ECHO = "dev.aai.echo"
 
 
-class Napper(ServiceInterface):
-    """`Nap(d seconds) -> s`, counting the naps in flight and the most ever in flight at once."""
-
-    def __init__(self) -> None:
-        super().__init__("dev.aai.Slow")
-        self.in_flight = 0
-        self.peak = 0
-        self.naps = 0
-
-    @dbus_method()
-    async def Nap(self, seconds: DBusDouble) -> DBusStr:  # noqa: N802  # DBus member names are CamelCase
-        self.in_flight += 1
-        self.naps += 1
-        self.peak = max(self.peak, self.in_flight)
-        try:
-            await asyncio.sleep(seconds)
-        finally:
-            self.in_flight -= 1
-        return "rested"
-
-
 def slow_descriptor(index: int) -> dict[str, Any]:
-    tool = {
-        "name": "nap",
-        "description": "Answer after some seconds",
-        "parameters": {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]},
-        "method": "Nap",
-        "output_parser": "string",
-    }
-    linux = {
-        "automation": "dbus",
-        "service": f"dev.aai.Slow{index}",
-        "object": "/dev/aai/Slow",
-        "interface": "dev.aai.Slow",
-        "tools": [tool],
-    }
-    return {
-        "schema_version": "1.0",
-        "appId": f"dev.aai.slow{index}",
-        "name": f"Slow {index}",
-        "description": "A test app whose one operation takes a while",
-        "version": "1.0.0",
-        "platforms": {"linux": linux},
-    }
+    return napper_descriptor(
+        f"dev.aai.slow{index}", f"dev.aai.Slow{index}", "dev.aai.Slow", "/dev/aai/Slow", f"Slow {index}"
+    )
 
 
 @pytest.fixture
 async def napper(bus: Bus) -> AsyncIterator[Napper]:
     """Ten bus names, dev.aai.Slow0..9, served by one object in this test's event loop."""
-    connection = await MessageBus(bus_address=bus.address, bus_type=BusType.SESSION).connect()
-    service = Napper()
-    connection.export("/dev/aai/Slow", service)
-    for index in range(SLOW_APPS):
-        await connection.request_name(f"dev.aai.Slow{index}")
-    try:
-        yield service
-    finally:
-        connection.disconnect()
+    async with serving(bus, "dev.aai.Slow", "/dev/aai/Slow", (f"dev.aai.Slow{i}" for i in range(SLOW_APPS))) as app:
+        yield app
 
 
 def make_home(tmp_path: Path, **config: Any) -> Path:

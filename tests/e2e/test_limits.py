@@ -14,13 +14,11 @@ from typing import Any
 
 import httpx2
 import pytest
-from dbus_fast import BusType
-from dbus_fast.aio import MessageBus
-from dbus_fast.annotations import DBusDouble, DBusStr
-from dbus_fast.service import ServiceInterface, dbus_method
 
 from tests.e2e.mcp_client import web_gateway
 from tests.e2e.raw_client import RawClient, raw_session, spawn
+from tests.napper import Napper, serving
+from tests.napper import descriptor as napper_descriptor
 from tests.support import TEST_APPS, Bus, gateway_command, install_descriptor, stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -29,65 +27,13 @@ ECHO = "dev.aai.echo"
 NAPPER = "dev.aai.napper"
 
 
-class Napper(ServiceInterface):
-    """`Nap(d seconds) -> s`, counting the naps in flight and the most ever in flight at once."""
-
-    def __init__(self) -> None:
-        super().__init__("dev.aai.Napper")
-        self.in_flight = 0
-        self.peak = 0
-
-    @dbus_method()
-    async def Nap(self, seconds: DBusDouble) -> DBusStr:  # noqa: N802  # DBus member names are CamelCase
-        self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
-        try:
-            await asyncio.sleep(seconds)
-        finally:
-            self.in_flight -= 1
-        return "rested"
-
-
-NAPPER_DESCRIPTOR = {
-    "schema_version": "1.0",
-    "appId": NAPPER,
-    "name": "Napper",
-    "description": "A test app whose one operation takes a while",
-    "version": "1.0.0",
-    "platforms": {
-        "linux": {
-            "automation": "dbus",
-            "service": "dev.aai.Napper",
-            "object": "/dev/aai/Napper",
-            "interface": "dev.aai.Napper",
-            "tools": [
-                {
-                    "name": "nap",
-                    "description": "Answer after some seconds",
-                    "parameters": {
-                        "type": "object",
-                        "properties": {"seconds": {"type": "number"}},
-                        "required": ["seconds"],
-                    },
-                    "method": "Nap",
-                    "output_parser": "string",
-                }
-            ],
-        }
-    },
-}
+NAPPER_DESCRIPTOR = napper_descriptor(NAPPER, "dev.aai.Napper", "dev.aai.Napper", "/dev/aai/Napper")
 
 
 @pytest.fixture
 async def napper(bus: Bus) -> AsyncIterator[Napper]:
-    connection = await MessageBus(bus_address=bus.address, bus_type=BusType.SESSION).connect()
-    service = Napper()
-    connection.export("/dev/aai/Napper", service)
-    await connection.request_name("dev.aai.Napper")
-    try:
-        yield service
-    finally:
-        connection.disconnect()
+    async with serving(bus, "dev.aai.Napper", "/dev/aai/Napper", ["dev.aai.Napper"]) as app:
+        yield app
 
 
 def make_env(bus: Bus, tmp_path: Path, **config: Any) -> dict[str, str]:
