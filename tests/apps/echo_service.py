@@ -50,6 +50,8 @@ from dbus_fast.annotations import (
 from dbus_fast.constants import PropertyAccess
 from dbus_fast.service import ServiceInterface, dbus_method, dbus_property
 
+from aai_gateway.executors.dbus import patient
+
 DEFAULT_NAME = "dev.aai.Echo"
 OBJECT_PATH = "/dev/aai/Echo"
 INTERFACE = "dev.aai.Echo"
@@ -185,6 +187,7 @@ class EnvelopeInterface(ServiceInterface):
 async def serve(bus_name: str) -> int:
     """Own ``bus_name``, announce readiness, and serve until SIGTERM or SIGINT."""
     bus = await MessageBus(bus_type=BusType.SESSION).connect()
+    patient(bus)  # answers of megabytes, several at once, must not drop the connection (as a GLib app's would not)
     echo = EchoInterface()
     bus.export(OBJECT_PATH, echo)
     bus.export(OBJECT_PATH, EnvelopeInterface())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -181,6 +182,7 @@ class DbusExecutor:
             raise AutomationFailed(problem) from exc
         if recorded is not None:
             log.info("DBUS_SESSION_BUS_ADDRESS is not set: using %s", recorded.describe())
+        patient(bus)
         self._buses[kind] = bus
         self._nodes.clear()
         return bus
@@ -396,3 +398,33 @@ def parse_output(body: list[Any], parser: str | None, target: Target) -> Any:
 def parse_envelope(body: list[Any], target: Target) -> Any:
     """`{status, result | error}` from an app's com.aai.Executor.Execute; its error keeps the app's code."""
     return envelope.response(body[0] if body else None, str(target))
+
+
+class _PatientSocket:
+    """A socket whose `send` sends nothing, rather than raising, when the socket's buffer is full.
+
+    dbus-fast's writer sends the next message at once when its queue looks empty, even while the last
+    one is still half written; with the buffer full that send raises EAGAIN, which it takes for a lost
+    connection, failing every call in flight (several calls with megabytes of arguments at once are
+    enough). Sending nothing instead leaves the rest to its wait for the socket to be writable."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+
+    def send(self, data: bytes | memoryview) -> int:
+        try:
+            return self._sock.send(data)
+        except BlockingIOError:
+            return 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+def patient(bus: MessageBus) -> None:
+    """Make `bus`'s writer wait out a full socket (see _PatientSocket); a dbus-fast without that writer
+    is left as it is."""
+    writer = getattr(bus, "_writer", None)
+    sock = getattr(writer, "sock", None)
+    if isinstance(sock, socket.socket):
+        writer.sock = _PatientSocket(sock)  # type: ignore[union-attr]
