@@ -155,9 +155,7 @@ def quiet_env(bus: Bus, home: Path, **extra: str) -> dict[str, str]:
 
 def traceparent(span_id: str) -> RequestParamsMeta:
     """`_meta` with a W3C traceparent (the map is open, but mypy does not read `extra_items`)."""
-    return cast(
-        "RequestParamsMeta", {"traceparent": f"00-{TRACE_ID}-{span_id}-01"}
-    )
+    return cast("RequestParamsMeta", {"traceparent": f"00-{TRACE_ID}-{span_id}-01"})
 
 
 def exec_args(tool: str, **args: Any) -> dict[str, Any]:
