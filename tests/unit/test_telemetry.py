@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from aai_gateway.config import load_settings
+from aai_gateway.config import config_value, load_settings
 from aai_gateway.consent import Answer, Question
 from aai_gateway.errors import AaiError
 from aai_gateway.history.redact import MASK
@@ -266,6 +266,7 @@ def test_config_headers_come_from_the_environment_and_stay_secret(tmp_path: Any)
     assert found is not None
     assert found.headers == {"authorization": "Bearer abc", "x-tenant": "blue"}
     assert "abc" not in repr(settings)
+    assert "abc" not in json.dumps(config_value(settings.telemetry_headers)), "as the web UI's settings page shows it"
 
 
 async def test_without_the_sdk_one_warning_and_calls_go_on(

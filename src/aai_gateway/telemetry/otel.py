@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -60,6 +61,7 @@ class Outputs:
 
 
 def outputs(want: Wanted) -> Outputs:
+    """The exporters `want` names; `console` writes to stderr, since stdout may be the MCP connection."""
     processors: list[SpanProcessor] = []
     readers: list[MetricReader] = []
     base = want.endpoint.rstrip("/") if want.endpoint else None
@@ -69,19 +71,19 @@ def outputs(want: Wanted) -> Outputs:
             exporter = OTLPSpanExporter(endpoint=f"{base}/v1/traces" if base else None, headers=headers)
             processors.append(BatchSpanProcessor(exporter))
         else:
-            processors.append(BatchSpanProcessor(ConsoleSpanExporter()))
+            processors.append(BatchSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
     for name in want.metrics:
         if name == "otlp":
-            metrics = OTLPMetricExporter(endpoint=f"{base}/v1/metrics" if base else None, headers=headers)
-            readers.append(PeriodicExportingMetricReader(metrics))
+            exported = OTLPMetricExporter(endpoint=f"{base}/v1/metrics" if base else None, headers=headers)
+            readers.append(PeriodicExportingMetricReader(exported))
         else:
-            readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter()))
-    where = base or "the OTEL_EXPORTER_OTLP_* endpoint"
-    shown = tuple(
-        ", ".join(f"{where} (OTLP/HTTP)" if n == "otlp" else "stdout" for n in names) or "nowhere"
+            readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter(out=sys.stderr)))
+    where = f"{base or 'the OTEL_EXPORTER_OTLP_* endpoint'} (OTLP/HTTP)"
+    traces, metrics = (
+        ", ".join(where if n == "otlp" else "stderr" for n in names) or "nowhere"
         for names in (want.traces, want.metrics)
     )
-    return Outputs(processors, readers, (shown[0], shown[1]))
+    return Outputs(processors, readers, (traces, metrics))
 
 
 class Telemetry:

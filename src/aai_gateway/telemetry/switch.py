@@ -8,11 +8,11 @@ or `OTEL_TRACES_EXPORTER` / `OTEL_METRICS_EXPORTER` names an exporter other than
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from aai_gateway import paths
 from aai_gateway.config import Settings
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def start(settings: Settings, gateway: Described, env: Mapping[str, str] | None 
     """The telemetry of a gateway, or None when not configured (nothing of OpenTelemetry imported).
 
     Configured without the SDK installed: one warning, and the gateway serves without it."""
-    want = wanted(settings, os.environ if env is None else env)
+    want = wanted(settings, paths.environ() if env is None else env)
     if want is None:
         return None
     try:
