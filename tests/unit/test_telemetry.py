@@ -21,7 +21,7 @@ from aai_gateway.errors import AaiError
 from aai_gateway.history.redact import MASK
 from aai_gateway.service import Caller, Gateway
 from aai_gateway.telemetry import Wanted, start, wanted
-from aai_gateway.telemetry.otel import Outputs, Telemetry
+from aai_gateway.telemetry.otel import Outputs, Telemetry, outputs
 
 pytestmark = pytest.mark.anyio
 
@@ -255,6 +255,19 @@ def test_what_switches_telemetry_on(
     settings = load_settings({"HOME": str(tmp_path)})
     found = wanted(settings, env)
     assert (None if found is None else (found.traces, found.metrics)) == exports
+
+
+def test_console_exports_go_to_stderr_and_a_config_endpoint_gets_the_signal_paths() -> None:
+    console = outputs(Wanted(("console",), ("console",), "a test"))
+    assert console.destinations == ("stderr", "stderr")
+    otlp = outputs(Wanted(("otlp",), (), "a test", endpoint="http://127.0.0.1:4318/"))
+    assert otlp.destinations == ("http://127.0.0.1:4318 (OTLP/HTTP)", "nowhere")
+    assert (len(otlp.processors), len(otlp.readers)) == (1, 0)
+    for made in (console, otlp):
+        for processor in made.processors:
+            processor.shutdown()
+        for reader in made.readers:
+            reader.shutdown()
 
 
 def test_config_headers_come_from_the_environment_and_stay_secret(tmp_path: Any) -> None:

@@ -62,22 +62,24 @@ class Outputs:
 
 def outputs(want: Wanted) -> Outputs:
     """The exporters `want` names; `console` writes to stderr, since stdout may be the MCP connection."""
-    processors: list[SpanProcessor] = []
-    readers: list[MetricReader] = []
     base = want.endpoint.rstrip("/") if want.endpoint else None
     headers = dict(want.headers) or None
-    for name in want.traces:
-        if name == "otlp":
-            exporter = OTLPSpanExporter(endpoint=f"{base}/v1/traces" if base else None, headers=headers)
-            processors.append(BatchSpanProcessor(exporter))
-        else:
-            processors.append(BatchSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
-    for name in want.metrics:
-        if name == "otlp":
-            exported = OTLPMetricExporter(endpoint=f"{base}/v1/metrics" if base else None, headers=headers)
-            readers.append(PeriodicExportingMetricReader(exported))
-        else:
-            readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter(out=sys.stderr)))
+    processors: list[SpanProcessor] = [
+        BatchSpanProcessor(
+            OTLPSpanExporter(endpoint=f"{base}/v1/traces" if base else None, headers=headers)
+            if name == "otlp"
+            else ConsoleSpanExporter(out=sys.stderr)
+        )
+        for name in want.traces
+    ]
+    readers: list[MetricReader] = [
+        PeriodicExportingMetricReader(
+            OTLPMetricExporter(endpoint=f"{base}/v1/metrics" if base else None, headers=headers)
+            if name == "otlp"
+            else ConsoleMetricExporter(out=sys.stderr)
+        )
+        for name in want.metrics
+    ]
     where = f"{base or 'the OTEL_EXPORTER_OTLP_* endpoint'} (OTLP/HTTP)"
     traces, metrics = (
         ", ".join(where if n == "otlp" else "stderr" for n in names) or "nowhere"
