@@ -132,6 +132,13 @@ class Settings:
     consent_wait_seconds: float = 0
     """How long a call that needs consent waits for a decision in the web UI (or the CLI) before it
     answers CONSENT_REQUIRED; only when the UI is served and the client cannot be asked."""
+    telemetry_enabled: bool | None = None
+    """OpenTelemetry export: True or False as config.json says; None: on when OTEL_* variables ask for it."""
+    telemetry_endpoint: str | None = None
+    telemetry_headers: Mapping[str, Secret] = field(default_factory=dict)
+    """Headers sent with each export; every value is kept as a secret, since collectors take tokens in them."""
+    telemetry_service_name: str | None = None
+    telemetry_capture_arguments: bool = False
     cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "aai-gateway")
     aai_home: Path = field(default_factory=lambda: Path.home() / ".aai")
     home: Path = field(default_factory=Path.home)
@@ -214,6 +221,10 @@ def config_value(value: Any) -> Any:
     if isinstance(value, ConsentRule):
         rule = {"caller": value.caller, "app": value.app, "tool": value.tool, "decision": value.decision}
         return {k: v for k, v in rule.items() if v is not None}
+    if isinstance(value, Secret):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {key: config_value(item) for key, item in value.items()}
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
@@ -291,6 +302,20 @@ def _secret(app_id: str, key: str, raw: Any, env: Mapping[str, str]) -> Secret |
     return Secret(value)
 
 
+def _headers(raw: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Secret]:
+    """`telemetry.headers`: each a text, or a secret read from the environment variable it names."""
+    headers = {}
+    for name, value in raw.items():
+        if isinstance(value, str):
+            headers[name] = Secret(value)
+            continue
+        variable = value["$env"]
+        if not env.get(variable):
+            raise ConfigError(f"key 'telemetry/headers/{name}': environment variable {variable} is not set")
+        headers[name] = Secret(env[variable])
+    return headers
+
+
 def _app_settings(app_id: str, raw: Mapping[str, Any], env: Mapping[str, str]) -> AppSettings:
     timeout = raw.get("timeout")
     return AppSettings(
@@ -309,7 +334,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
     path = config_path or paths.config_file(env)
     data = read_config_file(path)
     sources: dict[str, str] = {key: str(path) for key in data}
-    for group in ("web", "consent", "llm"):
+    for group in ("web", "consent", "llm", "telemetry"):
         sources.update((f"{group}.{key}", str(path)) for key in data.get(group, {}))
     if env.get("AAI_HOME"):
         sources["aai_home"] = "AAI_HOME"
@@ -327,6 +352,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
     web = data.get("web", {})
     apps = {app_id: _app_settings(app_id, raw, env) for app_id, raw in data.get("apps", {}).items()}
     consent = data.get("consent", {})
+    telemetry = data.get("telemetry", {})
     token_env = data["mcpToken"]["$env"] if "mcpToken" in data else None
     llm = data.get("llm", {})
     llm_key_env = llm["apiKey"]["$env"] if "apiKey" in llm else None
@@ -370,6 +396,11 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         consent_read_only=consent.get("readOnly", "ask"),
         consent_rules=rules,
         consent_wait_seconds=float(consent.get("waitSeconds", 0)),
+        telemetry_enabled=telemetry.get("enabled"),
+        telemetry_endpoint=telemetry.get("endpoint"),
+        telemetry_headers=_headers(telemetry.get("headers", {}), env),
+        telemetry_service_name=telemetry.get("serviceName"),
+        telemetry_capture_arguments=telemetry.get("captureArguments", False),
         cache_dir=paths.cache_dir(env),
         aai_home=home,
         home=paths.home(env),

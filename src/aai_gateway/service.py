@@ -42,6 +42,7 @@ from aai_gateway.executors import Executor, ToolCall
 from aai_gateway.history import HISTORY_FILE, HistoryStore, Recorder, Redactor, known_secrets
 from aai_gateway.problems import describe, pointer
 from aai_gateway.spelling import Spelling, spelling
+from aai_gateway.telemetry import start as start_telemetry
 from aai_gateway.text import printable, unencodable
 
 log = logging.getLogger("aai_gateway.calls")
@@ -64,6 +65,9 @@ class Caller:
     arrived: float | None = field(default=None, compare=False, repr=False)
     """When the request reached the gateway (`time.monotonic()`), if it waited for the gateway to start;
     that wait counts against the call's timeout."""
+    trace: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    """The request's `params._meta`, given only when telemetry is on: the W3C trace context of the
+    client's span (`traceparent`, `tracestate`, SEP-414) that the call's span continues."""
 
 
 class Gateway:
@@ -84,6 +88,8 @@ class Gateway:
         """Each app's own share of the slots, so one hung app cannot hold every slot."""
         self._running = 0
         """Calls under way; one that ends alone commits its record without waiting for others to join it."""
+        self.telemetry = start_telemetry(settings, self)
+        """Spans and metrics of the calls, or None when not configured (then nothing of it is loaded)."""
 
     @property
     def platform(self) -> str:
@@ -169,12 +175,25 @@ class Gateway:
         return (app, *found)
 
     async def call(self, app_id: str, tool_name: str, args: Mapping[str, Any] | None, caller: Caller) -> Any:
-        """Run one tool; every outcome is logged and recorded in the history under one correlation id.
+        """Run one tool; every outcome is logged and recorded in the history under one correlation id,
+        and is a span and metrics too when telemetry is on.
 
         The record is committed before the answer goes back: whatever a caller received is in the history.
         """
         call_id = os.urandom(6).hex()  # as random as uuid4().hex[:12], for a fraction of its cost
         args = {} if args is None else args
+        if self.telemetry is None:  # when telemetry is off, this check is all it costs a call
+            return await self._recorded(call_id, app_id, tool_name, args, caller)
+        with self.telemetry.call(
+            call_id, app_id, tool_name, args, caller=caller.name, transport=caller.transport, meta=caller.trace
+        ) as span:
+            if caller.ask is not None:
+                caller = replace(caller, ask=span.asking(caller.ask))
+            return await self._recorded(call_id, app_id, tool_name, args, caller)
+
+    async def _recorded(
+        self, call_id: str, app_id: str, tool_name: str, args: Mapping[str, Any], caller: Caller
+    ) -> Any:
         shown_app, shown_tool = printable(app_id), printable(tool_name)  # what the log and history can write
         where = (call_id, caller.name, shown_app, shown_tool)
         pending = self._recorder.begin(
@@ -203,6 +222,20 @@ class Gateway:
         _after_answer("call %s %s %s:%s ok in %.1f ms", *where, elapsed)
         await self._recorder.ok(pending, result, elapsed, alone=not self._running)
         return result
+
+    def recorded_arguments(self, app_id: str, tool_name: str, args: Any) -> Any:
+        """A call's arguments as its history record holds them: secrets redacted, long strings shortened."""
+        return self._recorder.arguments(printable(app_id), printable(tool_name), args)
+
+    def known(self, app_id: str, tool_name: str) -> bool:
+        """Whether the app (and the tool, unless "") is one the gateway serves."""
+        try:
+            app = self.app(app_id)
+            if tool_name:
+                self._find_tool(app, app_id, tool_name)
+        except AaiError:
+            return False
+        return True
 
     async def _counted(self, running: Awaitable[Any]) -> Any:
         """`running` awaited, counted among the calls under way while it runs."""
@@ -362,6 +395,8 @@ class Gateway:
                     f"this gateway has no executor for '{binding.automation}' automation"
                 )
                 raise AutomationNotSupported(f"{why} (platform {binding.platform})")
+            if self.telemetry is not None:
+                created = self.telemetry.executor(created)
             executor = self._executors[backend] = created
         return executor
 
@@ -369,6 +404,9 @@ class Gateway:
         closing, self._executors = list(self._executors.values()), {}
         await asyncio.gather(*(e.aclose() for e in closing), return_exceptions=True)
         await self.history.aclose()
+        telemetry, self.telemetry = self.telemetry, None
+        if telemetry is not None:
+            await telemetry.aclose()
 
     def _unknown_app(self, app_id: str) -> str:
         ids = [a.app_id for a in self.apps()]

@@ -82,6 +82,11 @@ class Recorder:
             return
         self.store.submit(record).add_done_callback(lambda done: self._check(done.exception()))
 
+    def arguments(self, app: str, tool: str, args: Any) -> Any:
+        """A call's arguments redacted as its record holds them, for other accounts of the call."""
+        pending = self.begin("", caller="", transport="", app=app, tool=tool, args=args)
+        return self._args(pending, self._tool(pending))[0]
+
     def _error(self, pending: Pending, duration_ms: float, code: int | None, kind: str, detail: str) -> Record:
         args, redactor = self._args(pending, self._tool(pending))
         text = shorten(redactor.text(detail), MAX_DETAIL)

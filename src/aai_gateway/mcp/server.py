@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -159,7 +160,7 @@ class GatewayServer:
         if target is None:
             raise unknown_tool(self._no_such_tool(params.name), style)
         try:
-            return await self.run(_caller(ctx, self.transport), target, params.arguments or {})
+            return await self.run(_caller(ctx, self.transport), target, params.arguments or {}, params.meta)
         except AaiError as exc:
             return answer(exc, style)
 
@@ -170,7 +171,12 @@ class GatewayServer:
             f"no tool named '{name}'; the tools are {fixed} and {names.direct_pattern()} (see resources/list)"
         )
 
-    async def run(self, caller: Caller, target: Target, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def run(
+        self, caller: Caller, target: Target, arguments: dict[str, Any], meta: Mapping[str, Any] | None = None
+    ) -> types.CallToolResult:
+        """Serve a call of one of the gateway's tools; `meta` is the request's `params._meta`."""
+        if meta and self.gateway.telemetry is not None:
+            caller = replace(caller, trace=meta)
         if target.kind == "guide":
             return _text(self.gateway.guide(target.app_id))
         if target.kind == "exec":

@@ -125,6 +125,8 @@ class Call:
     request_id: int | str
     target: Target
     arguments: dict[str, Any]
+    meta: Any = None
+    """The request's `params._meta`, as sent."""
 
 
 def ready_caller(connection: Connection | None, transport: str) -> Caller | None:
@@ -153,14 +155,14 @@ def takeable(server: GatewayServer, message: dict[str, Any], kinds: frozenset[st
     target = server.names.resolve(name)
     if target is None or target.kind not in kinds:
         return None
-    return Call(request_id, target, arguments or {})
+    return Call(request_id, target, arguments or {}, params.get("_meta"))
 
 
 async def answered(server: GatewayServer, caller: Caller, call: Call, version: str | None) -> dict[str, Any]:
     """The JSON-RPC answer to `call`, as the SDK's path would give it."""
     request_id = call.request_id
     try:
-        result = await server.run(caller, call.target, call.arguments)
+        result = await server.run(caller, call.target, call.arguments, call.meta)
     except AaiError as exc:
         try:
             result = answer(exc, server.gateway.settings.error_style)
