@@ -980,3 +980,8 @@ def consent_revoke(
         click.echo(f"Revoked {grant.id}: {grant.decision} {grant.scope}.")
     if not removed:
         fail("no stored decision matches; `aai-gateway consent list` shows them with their ids", 1)
+
+
+from aai_gateway.cli import library as _library  # noqa: E402 (the command group's own module)
+
+main.add_command(_library.library), main.add_command(_library.install)
