@@ -81,3 +81,25 @@ async def _names(bus: str, settings: Settings, timeout: float) -> BusNames | str
         return await dbus_names.bus_names(bus, settings, timeout)
     except AaiError as exc:
         return f"the {bus} bus could not be asked: {exc.detail}"
+
+
+def entries_for(names: Iterable[str], entries: Iterable[Entry], bus: str = "session") -> dict[str, list[Entry]]:
+    """Bus name → the entries whose presence names it on `bus` (for pointing at them from `--discover`)."""
+    listed = [e for e in entries if e.presence is not None and e.presence.bus == bus]
+    found: dict[str, list[Entry]] = {}
+    for name in names:
+        hits = [e for e in listed if e.presence and any(matches(p, name) for p in e.presence.bus_names)]
+        if hits:
+            found[name] = hits
+    return found
+
+
+def pointers(found: Mapping[str, list[Entry]], installed: Iterable[str] = ()) -> list[str]:
+    """Lines pointing from bus names to the library entries that drive them, leaving out installed ones."""
+    done = set(installed)
+    lines = []
+    for name, hits in sorted(found.items()):
+        for entry in hits:
+            if entry.app_id not in done:
+                lines.append(f"  {name}: {entry.name}, in the library: aai-gateway install {entry.app_id}")
+    return ["", "In the library:", *lines] if lines else []

@@ -30,7 +30,7 @@ def markdown(entries: Iterable[Entry]) -> str:
     listed = sorted(entries, key=lambda e: e.app_id)
     runs = sum(1 for e in listed if e.verified and e.verified.level == "run")
     lines = [
-        HEADER + f"{len(listed)} entries, {runs} verified at the run level.",
+        HEADER + f"{len(listed)} entr{'ies' if len(listed) != 1 else 'y'}, {runs} verified at the run level.",
         "",
         "| app | id | level | verified against | test | why it is in |",
         "| --- | --- | --- | --- | --- | --- |",
