@@ -13,6 +13,7 @@ import json
 import subprocess
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,7 +31,7 @@ SMALL_CAP = 30_000
 
 
 class Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -153,7 +154,7 @@ def test_a_store_entry_replaces_a_bundled_one_only_when_newer() -> None:
                     },
                 ],
             }
-        ).encode(),  # fmt: skip
+        ).encode(),
         "https://s.example/index.json",
     )
     merged = merge(Catalog((ours,)), same)
@@ -161,13 +162,9 @@ def test_a_store_entry_replaces_a_bundled_one_only_when_newer() -> None:
         (DBUS, BUNDLED),
         ("org.example.new", "https://s.example/index.json"),
     ]
-    newer = Catalog(tuple(e.__class__(**{**_fields(e), "version": "1.10"}) for e in same.entries[:1]))
+    newer = Catalog((replace(same.entries[0], version="1.10"),))
     assert merge(Catalog((ours,)), newer).entries[0].source == "https://s.example/index.json"
     assert version_key("1.10") > version_key("1.9") > version_key("1") > version_key("beta")
-
-
-def _fields(entry: Any) -> dict[str, Any]:
-    return {name: getattr(entry, name) for name in entry.__slots__}
 
 
 def test_publish_writes_an_index_that_lists_every_entry_with_its_hash(tmp_path: Path) -> None:
