@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from aai_gateway.descriptor import Name
@@ -172,3 +174,13 @@ def test_docs_library_md_is_the_table_of_the_bundled_entries() -> None:
     written = (ROOT / "docs" / "library.md").read_text("utf-8")
     assert written == markdown(bundled().entries), "docs/library.md is stale: run aai-gateway library --table"
     assert "| Session message bus | `org.freedesktop.dbus` | run |" in written
+
+
+def test_serving_imports_nothing_of_the_library() -> None:
+    """`--mcp` and `--web` import the command line and the serving layers; the library waits for its commands."""
+    code = (
+        "import sys, aai_gateway.cli, aai_gateway.mcp.stdio, aai_gateway.http_server\n"
+        "print(sorted(m for m in sys.modules if m.startswith('aai_gateway.library') or m == 'dbus_fast'))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert result.stdout.strip() == "[]"

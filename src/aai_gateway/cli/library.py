@@ -154,6 +154,8 @@ def install(ctx: click.Context, what: str, force: bool) -> None:
     settings = settings_of(ctx)
     plain = looks_like_url(what) or looks_like_file(what)
     catalog = Catalog(()) if plain else load_catalog(settings)
+    for problem in catalog.problems:
+        click.echo(f"note: {problem}", err=True)
     try:
         data, source = asyncio.run(obtain(what, catalog, fetcher(settings), settings.max_descriptor_bytes))
         done = write(data, source, settings.aai_home, force=force)

@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from jinja2 import Environment
@@ -16,17 +16,14 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from aai_gateway.config import Settings, config_value, setting_fields, source_text
 from aai_gateway.consent import ANSWER_TITLES, Answer
-from aai_gateway.consent.preview import report as consent_report
-from aai_gateway.discovery.wellknown import fetch_url
 from aai_gateway.errors import AaiError
 from aai_gateway.history import STATUSES, HistoryUnavailable, parse_time
 from aai_gateway.http_methods import IDEMPOTENT
-from aai_gateway.library import install as installing
-from aai_gateway.library import presence, store
-from aai_gateway.library.entries import Catalog
-from aai_gateway.library.search import search
 from aai_gateway.service import Gateway
 from aai_gateway.web.security import COOKIE, CSRF_FIELD, Access
+
+if TYPE_CHECKING:
+    from aai_gateway.library.entries import Catalog
 
 PER_PAGE = 50
 RECENT = 10
@@ -118,6 +115,9 @@ class Pages:
     async def apps(
         self, request: Request, message: str = "", report: tuple[str, ...] = (), status: int = 200
     ) -> Response:
+        from aai_gateway.library import presence  # noqa: PLC0415 (the library loads when a page shows it)
+        from aai_gateway.library.search import search  # noqa: PLC0415
+
         scan = self.gateway.registry.scan
         catalog = await self._catalog()
         offered = [e for e in search(catalog.entries, "") if e.app_id not in scan.apps]
@@ -145,6 +145,9 @@ class Pages:
         )
 
     async def _catalog(self) -> Catalog:
+        from aai_gateway.discovery.wellknown import fetch_url  # noqa: PLC0415
+        from aai_gateway.library import store  # noqa: PLC0415
+
         settings = self.gateway.settings
 
         async def fetch(url: str) -> bytes:
@@ -154,6 +157,10 @@ class Pages:
 
     async def install(self, request: Request) -> Response:
         """Install a library entry (by id only: never a file or URL given by a form)."""
+        from aai_gateway.consent.preview import report as consent_report  # noqa: PLC0415
+        from aai_gateway.discovery.wellknown import fetch_url  # noqa: PLC0415
+        from aai_gateway.library import install as installing  # noqa: PLC0415
+
         form = await request.form(max_fields=10)
         app_id = form.get("app")
         catalog = await self._catalog()
