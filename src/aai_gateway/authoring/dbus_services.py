@@ -33,7 +33,7 @@ from aai_gateway.authoring.generate import is_standard
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.errors import AppNotRunning, AutomationFailed, InvalidParams, Timeout
-from aai_gateway.executors.dbus_names import connect
+from aai_gateway.executors.dbus_names import ask_bus, connect
 
 BUS_DAEMON = "org.freedesktop.DBus"
 BUS_PATH = "/org/freedesktop/DBus"
@@ -155,19 +155,8 @@ def described_by(apps: Iterable[Descriptor]) -> dict[str, tuple[str, ...]]:
 
 
 async def _call_bus(bus: MessageBus, member: str, signature: str = "", body: Iterable[Any] = ()) -> list[Any]:
-    message = Message(
-        destination=BUS_DAEMON,
-        path=BUS_PATH,
-        interface=BUS_DAEMON,
-        member=member,
-        signature=signature,
-        body=list(body),
-    )
     async with asyncio.timeout(CALL_TIMEOUT):
-        reply = await bus.call(message)
-    if reply.message_type == MessageType.ERROR:
-        raise AutomationFailed(f"the bus refused {member}: {reply.error_name} {reply.body[0] if reply.body else ''}")
-    return list(reply.body)
+        return await ask_bus(bus, member, signature, body)
 
 
 def _named(names: Iterable[str]) -> set[str]:

@@ -1,6 +1,7 @@
 """The names a DBus bus knows: connected now (ListNames) and startable on demand (ListActivatableNames).
 
-Asking never starts a service. Linux only; imported where a bus is asked, never by the package.
+Asking the bus daemon for its names never starts a service. Linux only; imported where a bus is asked,
+never by the package.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from dbus_fast import BusType, Message, MessageFlag, MessageType
+from dbus_fast import BusType, Message, MessageType
 from dbus_fast.aio import MessageBus
 
 from aai_gateway import paths, session_bus
@@ -56,7 +57,6 @@ async def ask_bus(bus: MessageBus, member: str, signature: str = "", body: Itera
         member=member,
         signature=signature,
         body=list(body),
-        flags=MessageFlag.NO_AUTOSTART,
     )
     reply = await bus.call(message)
     if reply.message_type == MessageType.ERROR:
