@@ -11,7 +11,7 @@ import pytest
 
 from aai_gateway.errors import AaiJsonInvalid
 from aai_gateway.library.install import BACKUP, RECORD, EditedFile, install
-from tests.support import TEST_APPS, gateway_command
+from tests.support import ROOT, TEST_APPS, gateway_command
 
 ECHO = TEST_APPS / "dev.aai.echo" / "aai.json"
 
@@ -90,3 +90,26 @@ def test_the_command_names_near_ids_refuses_edits_and_installs_files(tmp_path: P
     missing = cli(tmp_path, "install", str(tmp_path / "none.json"))
     assert missing.returncode == 1
     assert "none.json" in missing.stderr
+
+
+def test_an_id_is_an_id_even_beside_a_folder_of_that_name(tmp_path: Path) -> None:
+    (tmp_path / "org.freedesktop.dbus").mkdir()
+    env = {"HOME": str(tmp_path), "AAI_PLATFORM": "linux", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [gateway_command(), "install", "org.freedesktop.dbus"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / ".aai" / "org.freedesktop.dbus" / "aai.json").is_file()
+
+
+def test_the_command_prints_the_docs_table_and_publishes_a_store(tmp_path: Path) -> None:
+    table = cli(tmp_path, "library", "--table")
+    assert table.stdout == (ROOT / "docs" / "library.md").read_text("utf-8")
+    published = cli(tmp_path, "library", "--publish", str(tmp_path / "store"), "--name", "Team")
+    assert published.returncode == 0, published.stderr
+    index = json.loads((tmp_path / "store" / "index.json").read_text("utf-8"))
+    assert index["store"] == {"name": "Team", "formatVersion": 1}
+    for entry in index["entries"]:
+        data = (tmp_path / "store" / entry["descriptorUrl"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"]

@@ -126,7 +126,11 @@ def looks_like_url(text: str) -> bool:
 
 
 def looks_like_file(text: str) -> bool:
-    return "/" in text or "\\" in text or text.endswith(".json") or Path(text).exists()
+    """A path, not an id: it has a folder separator or ends in .json, or a file of that name is here.
+
+    A folder named like an id (`~/.aai/org.example.app` when run in `~/.aai`) does not count.
+    """
+    return "/" in text or "\\" in text or text.endswith(".json") or Path(text).is_file()
 
 
 async def obtain(what: str, catalog: Catalog, fetch: Fetch, max_bytes: int) -> tuple[bytes, str]:
