@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 PER_PAGE = 50
 RECENT = 10
 LIBRARY_BUS_TIMEOUT = 1.0
+STORE_WAIT = 5.0
 FILTERS = ("app", "tool", "status", "caller", "since", "until")
 
 RETRY_POLICY = (
@@ -148,7 +149,8 @@ class Pages:
         from aai_gateway.discovery.wellknown import fetch_url  # noqa: PLC0415
         from aai_gateway.library import store  # noqa: PLC0415
 
-        settings = self.gateway.settings
+        # A page does not wait web.timeout for a slow store: its entries are left out, with the problem shown.
+        settings = self.gateway.settings.with_changes(web_timeout=min(self.gateway.settings.web_timeout, STORE_WAIT))
 
         async def fetch(url: str) -> bytes:
             return await fetch_url(url, settings)
