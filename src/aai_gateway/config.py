@@ -85,6 +85,8 @@ class ConsentRule:
 class Settings:
     scan_paths: tuple[Path, ...]
     platform: str
+    store_urls: tuple[str, ...] = ()
+    """Store indexes `aai-gateway library` merges and `install` fetches from."""
     default_timeout: float = 30.0
     log_level: str = "info"
     enable_web_ui: bool = True
@@ -363,6 +365,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
     return Settings(
         scan_paths=scan_paths,
         platform=platform,
+        store_urls=tuple(data.get("storeUrls", ())),
         default_timeout=float(data.get("defaultTimeout", 30)),
         log_level=data.get("logLevel", "info"),
         enable_web_ui=data.get("enableWebUI", True),

@@ -6,8 +6,10 @@ sandboxes can move everything by setting `HOME`; `AAI_HOME` moves the `~/.aai` r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -64,3 +66,18 @@ def host_platform() -> str:
 
 def environ() -> Mapping[str, str]:
     return os.environ
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `path` whole or not at all: a temporary file in the same folder, synced, then renamed over it."""
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        Path(temp).replace(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            Path(temp).unlink()
+        raise

@@ -138,6 +138,7 @@ def test_discover_lists_running_and_activatable_services(activation_bus: tuple[B
             ],
             "truncated": False,
             "error": None,
+            "library": [],
         }
         assert services["dev.aai.Dormant"]["running"] is False
         assert services["dev.aai.Dormant"]["activatable"] is True

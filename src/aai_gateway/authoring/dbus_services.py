@@ -23,17 +23,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dbus_fast import BusType, Message, MessageFlag, MessageType
+from dbus_fast import Message, MessageFlag, MessageType
 from dbus_fast.aio import MessageBus
 from dbus_fast.errors import DBusFastError
 from dbus_fast.introspection import Node
 from dbus_fast.validators import is_bus_name_valid, is_object_path_valid
 
-from aai_gateway import paths, session_bus
 from aai_gateway.authoring.generate import is_standard
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.errors import AppNotRunning, AutomationFailed, InvalidParams, Timeout
+from aai_gateway.executors.dbus_names import ask_bus, connect
 
 BUS_DAEMON = "org.freedesktop.DBus"
 BUS_PATH = "/org/freedesktop/DBus"
@@ -154,37 +154,9 @@ def described_by(apps: Iterable[Descriptor]) -> dict[str, tuple[str, ...]]:
     return {name: tuple(ids) for name, ids in found.items()}
 
 
-async def connect(bus_type: str = "session", settings: Settings | None = None) -> MessageBus:
-    """The `bus_type` bus; with no DBUS_SESSION_BUS_ADDRESS, the session bus the quick start recorded."""
-    recorded = settings.session_bus if settings is not None and bus_type == "session" else None
-    address = recorded.address if recorded is not None and recorded.usable else None
-    try:
-        bus = await MessageBus(
-            bus_address=address, bus_type=BusType.SYSTEM if bus_type == "system" else BusType.SESSION
-        ).connect()
-    except Exception as exc:
-        home = settings.aai_home if settings is not None else paths.aai_home(paths.environ())
-        problem = session_bus.connect_problem(bus_type, exc, paths.environ(), recorded, home / paths.SESSION_BUS_FILE)
-        raise AutomationFailed(problem) from exc
-    if address is not None and recorded is not None:
-        log.info("DBUS_SESSION_BUS_ADDRESS is not set: using %s", recorded.describe())
-    return bus
-
-
 async def _call_bus(bus: MessageBus, member: str, signature: str = "", body: Iterable[Any] = ()) -> list[Any]:
-    message = Message(
-        destination=BUS_DAEMON,
-        path=BUS_PATH,
-        interface=BUS_DAEMON,
-        member=member,
-        signature=signature,
-        body=list(body),
-    )
     async with asyncio.timeout(CALL_TIMEOUT):
-        reply = await bus.call(message)
-    if reply.message_type == MessageType.ERROR:
-        raise AutomationFailed(f"the bus refused {member}: {reply.error_name} {reply.body[0] if reply.body else ''}")
-    return list(reply.body)
+        return await ask_bus(bus, member, signature, body)
 
 
 def _named(names: Iterable[str]) -> set[str]:

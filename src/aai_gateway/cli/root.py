@@ -280,10 +280,16 @@ def _discover(settings: Settings, as_json: bool) -> None:
         services = asyncio.run(dbus_services.list_services(apps=scan(settings).apps.values(), settings=settings))
     except AaiError as exc:
         fail(str(exc), 1)
+    from aai_gateway.library.entries import bundled
+    from aai_gateway.library.presence import entries_for, pointers
+
+    in_library = entries_for((s.name for s in services), bundled().entries)
     if as_json:
-        click.echo(json.dumps([s.to_json() for s in services], ensure_ascii=False, indent=2))
+        listed = [s.to_json() | {"library": [e.app_id for e in in_library.get(s.name, [])]} for s in services]
+        click.echo(json.dumps(listed, ensure_ascii=False, indent=2))
     else:
-        click.echo("\n".join(dbus_services.report(services)))
+        installed = {i for s in services for i in s.described_by}
+        click.echo("\n".join([*dbus_services.report(services), *pointers(in_library, installed)]))
 
 
 def _generate(settings: Settings, bus_name: str, fmt: str, out: Path | None, app_id: str | None, use_llm: bool) -> None:
@@ -1018,5 +1024,8 @@ def consent_revoke(
 
 
 from aai_gateway.cli.importing import import_servers  # noqa: E402
+from aai_gateway.cli.library import install, library  # noqa: E402 (commands kept in their own module)
 
 main.add_command(import_servers)
+main.add_command(library)
+main.add_command(install)

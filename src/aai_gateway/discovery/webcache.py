@@ -12,17 +12,15 @@ the meta is not what is written here, its url is not the one wanted, or the sha2
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from aai_gateway import paths
 from aai_gateway.descriptor.validate import read_bytes
 from aai_gateway.discovery.sites import Site
 
@@ -110,21 +108,7 @@ def write(cache_dir: Path, site: Site, data: bytes, meta: Meta) -> None:
     where = folder(cache_dir, site)
     try:
         where.mkdir(parents=True, exist_ok=True)
-        _atomic(where / DESCRIPTOR, data)
-        _atomic(where / META, json.dumps(meta.to_json(), indent=2).encode() + b"\n")
+        paths.write_atomic(where / DESCRIPTOR, data)
+        paths.write_atomic(where / META, json.dumps(meta.to_json(), indent=2).encode() + b"\n")
     except OSError as exc:
         log.warning("cannot cache %s in %s: %s", site.well_known_url, where, exc)
-
-
-def _atomic(path: Path, data: bytes) -> None:
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        Path(temp).replace(path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            Path(temp).unlink()
-        raise

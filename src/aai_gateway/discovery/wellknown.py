@@ -43,7 +43,7 @@ from aai_gateway.descriptor import Binding, Descriptor
 from aai_gateway.descriptor.validate import check_bytes
 from aai_gateway.discovery import webcache
 from aai_gateway.discovery.sites import Site, belongs, parse_site, url_site
-from aai_gateway.errors import AaiJsonInvalid, ApiRequestFailed, AppNotFound, PermissionDenied
+from aai_gateway.errors import AaiJsonInvalid, ApiRequestFailed, AppNotFound, InvalidParams, PermissionDenied
 
 log = logging.getLogger(__name__)
 
@@ -160,17 +160,28 @@ def _foreign_auth_urls(auth: Mapping[str, Any], where: str, site: Site) -> Itera
 
 async def fetch(site: Site, settings: Settings, client: httpx2.AsyncClient | None = None) -> bytes:
     """The bytes of `site`'s `.well-known/aai.json`, under the address, redirect, size and time rules."""
+    return await _fetch(site, site.well_known_url, settings, client)
+
+
+async def fetch_url(url: str, settings: Settings) -> bytes:
+    """The bytes at any http(s) URL (a store index, a descriptor), under the same rules as `fetch`."""
+    site = url_site(url)
+    if site is None:
+        raise InvalidParams(f"{url!r} is not an https URL (without a user name or password)")
+    check_scheme(site, settings)
+    return await _fetch(site, url, settings, None)
+
+
+async def _fetch(site: Site, url: str, settings: Settings, client: httpx2.AsyncClient | None) -> bytes:
     try:
         async with asyncio.timeout(settings.web_timeout):
             addresses = await resolve(site, settings)
             if client is not None:
-                return await _follow(client, site, addresses, settings.max_descriptor_bytes)
+                return await _follow(client, site, addresses, settings.max_descriptor_bytes, url)
             async with httpx2.AsyncClient(follow_redirects=False, timeout=settings.web_timeout, trust_env=False) as own:
-                return await _follow(own, site, addresses, settings.max_descriptor_bytes)
+                return await _follow(own, site, addresses, settings.max_descriptor_bytes, url)
     except (TimeoutError, httpx2.TimeoutException):
-        raise ApiRequestFailed(
-            f"{site.well_known_url} did not answer within {settings.web_timeout:g} s (web.timeout)"
-        ) from None
+        raise ApiRequestFailed(f"{url} did not answer within {settings.web_timeout:g} s (web.timeout)") from None
 
 
 async def resolve(site: Site, settings: Settings) -> list[str]:
@@ -197,8 +208,8 @@ async def resolve(site: Site, settings: Settings) -> list[str]:
     return addresses
 
 
-async def _follow(client: httpx2.AsyncClient, site: Site, addresses: list[str], cap: int) -> bytes:
-    url = site.well_known_url
+async def _follow(client: httpx2.AsyncClient, site: Site, addresses: list[str], cap: int, start: str) -> bytes:
+    url = start
     for _ in range(MAX_REDIRECTS + 1):
         response = await _send(client, site, addresses, url)
         try:
@@ -210,14 +221,14 @@ async def _follow(client: httpx2.AsyncClient, site: Site, addresses: list[str], 
                     )
                 url = target
                 continue
-            if response.status_code in (404, 410):
+            if response.status_code in (404, 410) and start == site.well_known_url:
                 raise AppNotFound(f"{site.origin} publishes no aai.json: {url} answered HTTP {response.status_code}")
             if not 200 <= response.status_code < 300:
                 raise ApiRequestFailed(f"{url} answered HTTP {response.status_code} {response.reason_phrase}".rstrip())
             return await _read(response, url, cap)
         finally:
             await response.aclose()
-    raise ApiRequestFailed(f"{site.well_known_url} redirects more than {MAX_REDIRECTS} times")
+    raise ApiRequestFailed(f"{start} redirects more than {MAX_REDIRECTS} times")
 
 
 async def _send(client: httpx2.AsyncClient, site: Site, addresses: list[str], url: str) -> httpx2.Response:

@@ -41,6 +41,7 @@ def build_ui(gateway: Gateway, access: Access, host: str, port: int, rescan: Res
             Route("/login", pages.login, methods=["GET", "POST"]),
             Route("/logout", pages.logout, methods=["POST"]),
             Route("/apps", pages.apps),
+            Route("/library/install", pages.install, methods=["POST"]),
             Route("/apps/{app_id:path}", pages.app),
             Route("/history", pages.history),
             Route("/history/{call_id}", pages.call),

@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from jinja2 import Environment
@@ -16,13 +16,19 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from aai_gateway.config import Settings, config_value, setting_fields, source_text
 from aai_gateway.consent import ANSWER_TITLES, Answer
+from aai_gateway.errors import AaiError
 from aai_gateway.history import STATUSES, HistoryUnavailable, parse_time
 from aai_gateway.http_methods import IDEMPOTENT
 from aai_gateway.service import Gateway
 from aai_gateway.web.security import COOKIE, CSRF_FIELD, Access
 
+if TYPE_CHECKING:
+    from aai_gateway.library.entries import Catalog
+
 PER_PAGE = 50
 RECENT = 10
+LIBRARY_BUS_TIMEOUT = 1.0
+STORE_WAIT = 5.0
 FILTERS = ("app", "tool", "status", "caller", "since", "until")
 
 RETRY_POLICY = (
@@ -107,8 +113,16 @@ class Pages:
             platform=self.gateway.platform,
         )
 
-    async def apps(self, request: Request) -> Response:
+    async def apps(
+        self, request: Request, message: str = "", report: tuple[str, ...] = (), status: int = 200
+    ) -> Response:
+        from aai_gateway.library import presence  # noqa: PLC0415 (the library loads when a page shows it)
+        from aai_gateway.library.search import search  # noqa: PLC0415
+
         scan = self.gateway.registry.scan
+        catalog = await self._catalog()
+        offered = [e for e in search(catalog.entries, "") if e.app_id not in scan.apps]
+        present = await presence.check(offered, self.gateway.settings, timeout=LIBRARY_BUS_TIMEOUT)
         served = self.gateway.apps()
         others = [a for a in scan.apps.values() if a not in served]
         warnings = [p for p in scan.problems if p.severity == "warning"]
@@ -118,13 +132,58 @@ class Pages:
         return self.render(
             request,
             "apps.html",
+            status,
             apps=served,
             unserved=others,
             broken=scan.broken,
             warnings=warnings,
             warning_counts=counts,
             platform=self.gateway.platform,
+            library=[(e, present[e.app_id]) for e in offered],
+            library_problems=catalog.problems,
+            message=message,
+            report=report,
         )
+
+    async def _catalog(self) -> Catalog:
+        from aai_gateway.discovery.wellknown import fetch_url  # noqa: PLC0415
+        from aai_gateway.library import store  # noqa: PLC0415
+
+        # A page does not wait web.timeout for a slow store: its entries are left out, with the problem shown.
+        settings = self.gateway.settings.with_changes(web_timeout=min(self.gateway.settings.web_timeout, STORE_WAIT))
+
+        async def fetch(url: str) -> bytes:
+            return await fetch_url(url, settings)
+
+        return await store.everything(settings.store_urls, fetch)
+
+    async def install(self, request: Request) -> Response:
+        """Install a library entry (by id only: never a file or URL given by a form)."""
+        from aai_gateway.consent.preview import report as consent_report  # noqa: PLC0415
+        from aai_gateway.discovery.wellknown import fetch_url  # noqa: PLC0415
+        from aai_gateway.library import install as installing  # noqa: PLC0415
+
+        form = await request.form(max_fields=10)
+        app_id = form.get("app")
+        catalog = await self._catalog()
+        if not isinstance(app_id, str) or catalog.get(app_id) is None:
+            return await self.apps(request, "Choose an app of the library to install.", status=404)
+        settings = self.gateway.settings
+
+        async def fetch(url: str) -> bytes:
+            return await fetch_url(url, settings)
+
+        try:
+            data, source = await installing.obtain(app_id, catalog, fetch, settings.max_descriptor_bytes)
+            done = await run_in_threadpool(installing.install, data, source, settings.aai_home)
+        except AaiError as exc:
+            return await self.apps(request, f"{app_id} was not installed: {exc.detail}", status=502)
+        except (installing.EditedFile, OSError) as exc:
+            return await self.apps(request, f"{app_id} was not installed: {exc}", status=409)
+        await self.rescan_apps()
+        lines = consent_report(self.gateway.consent, done.app, self.gateway.platform)
+        said = "is already installed" if done.outcome == "unchanged" else f"was {done.outcome}"
+        return await self.apps(request, f"{done.app.name} ({done.app.app_id}) {said}: {done.path}", tuple(lines))
 
     async def app(self, request: Request) -> Response:
         app_id = request.path_params["app_id"]
