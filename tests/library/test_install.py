@@ -69,7 +69,7 @@ def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_the_command_names_near_ids_refuses_edits_and_installs_files(tmp_path: Path) -> None:
     unknown = cli(tmp_path, "install", "org.freedesktop.dbsu")
     assert unknown.returncode == 1
-    assert "the library has no entry 'org.freedesktop.dbsu'; did you mean org.freedesktop.dbus?" in unknown.stderr
+    assert "the library has no entry 'org.freedesktop.dbsu'; did you mean org.freedesktop.dbus" in unknown.stderr
 
     assert cli(tmp_path, "install", str(ECHO)).returncode == 0
     target = tmp_path / ".aai" / "dev.aai.echo" / "aai.json"
