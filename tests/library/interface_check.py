@@ -9,14 +9,17 @@ or extracted. The descriptor is read by the gateway's own loader, so what is che
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dbus_fast import SignatureTree, SignatureType
+from dbus_fast.errors import InvalidIntrospectionError
+from dbus_fast.introspection import Node
 
+from aai_gateway import templates
 from aai_gateway.descriptor.model import Descriptor, Tool
 from aai_gateway.descriptor.validate import load
 from aai_gateway.executors.dbus import template_schema
@@ -26,6 +29,10 @@ RECORDED = HERE / "interfaces"
 SHIPPED = Path("/usr/share/dbus-1/interfaces")
 DBUS_AUTOMATIONS = ("dbus",)
 INTEGERS = frozenset("ynqiuxt")
+PROPERTIES = "org.freedesktop.DBus.Properties"
+UNREADABLE = "(unreadable)"
+DOCTYPE = re.compile(r"<!DOCTYPE[^\[>]*(?:\[(.*?)\])?\s*>", re.DOTALL)
+ENTITY = re.compile(r'<!ENTITY\s+(\w+)\s+"([^"]*)"\s*>')
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,30 +57,48 @@ class Interface:
 
 
 def parse(xml: str, source: str) -> list[Interface]:
-    """Every `<interface>` in an introspection document, at any depth of `<node>`s."""
+    """Every `<interface>` of an introspection document, read by the DBus library the gateway itself uses."""
     found = []
-    for element in ET.fromstring(xml).iter("interface"):
-        interface = Interface(element.attrib["name"], source)
-        for method in element.findall("method"):
-            ins = [a for a in method.findall("arg") if a.attrib.get("direction", "in") == "in"]
-            interface.methods[method.attrib["name"]] = Method(
-                "".join(a.attrib["type"] for a in ins), tuple(a.attrib.get("name", "") for a in ins)
-            )
-        for prop in element.findall("property"):
-            interface.properties[prop.attrib["name"]] = Property(prop.attrib["type"], prop.attrib["access"])
-        for signal in element.findall("signal"):
-            interface.signals[signal.attrib["name"]] = "".join(a.attrib["type"] for a in signal.findall("arg"))
+    for parsed in Node.parse(_entities_resolved(xml)).interfaces:
+        interface = Interface(parsed.name, source)
+        for method in parsed.methods:
+            interface.methods[method.name] = Method(method.in_signature, tuple(a.name or "" for a in method.in_args))
+        for prop in parsed.properties:
+            interface.properties[prop.name] = Property(prop.signature, prop.access.value)
+        for signal in parsed.signals:
+            interface.signals[signal.name] = signal.signature
         found.append(interface)
     return found
 
 
+def _entities_resolved(xml: str) -> str:
+    """The document without its DOCTYPE, entities it declares written out: dbus-fast refuses a DOCTYPE with
+    declarations, which upower and PackageKit ship only to name error strings in their documentation."""
+    doctype = DOCTYPE.search(xml)
+    if doctype is None:
+        return xml
+    entities = dict(ENTITY.findall(doctype.group(1) or ""))
+    body = xml[: doctype.start()] + xml[doctype.end() :]
+    return re.sub(r"&(\w+);", lambda ref: entities.get(ref.group(1), ref.group(0)), body)
+
+
 def known_interfaces(folders: Iterable[Path] = (RECORDED, SHIPPED)) -> dict[str, Interface]:
-    """Interfaces by name; the first folder that has one wins (committed recordings before installed files)."""
+    """Interfaces by name; the first folder that has one wins (committed recordings before installed files).
+
+    A file the DBus library refuses (PackageKit's, say, declares entities in its DOCTYPE) is listed under
+    the name UNREADABLE, so that a check that misses an interface can say which files it could not read."""
     known: dict[str, Interface] = {}
+    unreadable: list[str] = []
     for folder in folders:
         for path in sorted(folder.glob("*.xml")) if folder.is_dir() else []:
-            for interface in parse(path.read_text(encoding="utf-8"), str(path)):
+            try:
+                parsed = parse(path.read_text(encoding="utf-8"), str(path))
+            except (ValueError, SyntaxError, InvalidIntrospectionError) as exc:
+                unreadable.append(f"{path.name} ({exc})")
+                continue
+            for interface in parsed:
                 known.setdefault(interface.name, interface)
+    known[UNREADABLE] = Interface(UNREADABLE, "; ".join(unreadable))
     return known
 
 
@@ -96,9 +121,14 @@ def check(descriptor: Descriptor, known: Mapping[str, Interface]) -> list[str]:
             name = str(options.get("interface") or options.get("service") or descriptor.app_id)
             interface = known.get(name)
             if interface is None:
-                problems.append(f"{where}: interface {name} is in no interface XML that was searched")
+                unread = known[UNREADABLE].source if UNREADABLE in known else ""
+                problems.append(
+                    f"{where}: interface {name} is in no interface XML that was searched"
+                    + (f" (files that could not be read: {unread})" if unread else "")
+                )
                 continue
             problems.extend(f"{where}: {p}" for p in _tool_problems(tool, options, interface))
+            problems.extend(f"{where}: {p}" for p in _properties_call_problems(options, interface, known))
     return problems
 
 
@@ -114,6 +144,26 @@ def _tool_problems(tool: Tool, options: Mapping[str, Any], interface: Interface)
         offered = ", ".join(sorted(interface.methods)) or "none"
         return [f"{interface.name} has no method {member} ({interface.source}; it has: {offered})"]
     return _argument_problems(tool, options, member, method)
+
+
+def _properties_call_problems(
+    options: Mapping[str, Any], interface: Interface, known: Mapping[str, Interface]
+) -> list[str]:
+    """Properties.Get, GetAll and Set name an interface (and a property) in their arguments: both must exist."""
+    given = options.get("args")
+    if interface.name != PROPERTIES or not isinstance(given, list) or not given or not isinstance(given[0], str):
+        return []
+    if templates.PLACEHOLDER.search(given[0]):
+        return []
+    named = known.get(given[0])
+    if named is None:
+        return [
+            f"{PROPERTIES}.{options.get('method')} names interface {given[0]}, which is in no interface XML searched"
+        ]
+    prop = given[1] if len(given) > 1 and isinstance(given[1], str) else None
+    if prop is not None and not templates.PLACEHOLDER.search(prop) and prop not in named.properties:
+        return [f"{given[0]} has no property {prop} ({named.source})"]
+    return []
 
 
 def _property_problems(tool: Tool, options: Mapping[str, Any], interface: Interface) -> list[str]:
@@ -196,5 +246,7 @@ def _fits(schema: Any, sig: SignatureType, what: str) -> list[str]:
         parts = schema["items"]
         if len(parts) != len(sig.children):
             return [f"{what} is the DBus struct '{sig.signature}' of {len(sig.children)} fields; given {len(parts)}"]
-        return [p for i, (s, c) in enumerate(zip(parts, sig.children, strict=True)) for p in _fits(s, c, f"{what}[{i}]")]
+        return [
+            p for i, (s, c) in enumerate(zip(parts, sig.children, strict=True)) for p in _fits(s, c, f"{what}[{i}]")
+        ]
     return []

@@ -95,9 +95,11 @@ def _element(name: str, body: list[str]) -> str:
 
 def main(argv: list[str]) -> None:
     man_page, wanted = Path(argv[0]), argv[1:]
-    owner = subprocess.run(["dpkg", "-S", str(man_page)], capture_output=True, text=True).stdout.split(":")[0]
+    owner = subprocess.run(["dpkg", "-S", str(man_page)], capture_output=True, text=True, check=True).stdout.split(":")[
+        0
+    ]
     version = subprocess.run(
-        ["dpkg-query", "-W", "-f=${Version}", owner], capture_output=True, text=True
+        ["dpkg-query", "-W", "-f=${Version}", owner], capture_output=True, text=True, check=True
     ).stdout.strip()
     found = interfaces(listing(man_page), set(wanted))
     missing = [w for w in wanted if w not in found]

@@ -86,9 +86,8 @@ def target_of(call: ToolCall) -> Target:
     return Target(
         bus=str(tool.get("bus") or opts.get("bus") or "session"),
         service=service,
-        path=_object_path(tool.get("object"), call) or str(
-            opts.get("object") or "/" + service.replace(".", "/").replace("-", "_")
-        ),
+        path=_object_path(tool.get("object"), call)
+        or str(opts.get("object") or "/" + service.replace(".", "/").replace("-", "_")),
         interface=str(tool.get("interface") or opts.get("interface") or default_interface),
         member=ENVELOPE_METHOD if envelope else str(tool.get("method") or call.tool.name),
         property=None if envelope else tool.get("property"),
