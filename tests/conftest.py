@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -60,13 +62,18 @@ def mpv(bus: Bus, tmp_path: Path) -> Iterator[Mpv]:
 
 
 @pytest.fixture(scope="module")
-def system_bus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bus]:
-    """A private bus of the system type for the module's system services (DBUS_SYSTEM_BUS_ADDRESS)."""
-    private = Bus(tmp_path_factory.mktemp("system-bus"), kind="system")
+def system_bus() -> Iterator[Bus]:
+    """A private bus of the system type for the module's system services (DBUS_SYSTEM_BUS_ADDRESS). Its socket
+    is in a folder every user can reach (pytest's are the test user's own): daemons such as polkitd drop to a
+    user of their own before they connect."""
+    workdir = Path(tempfile.mkdtemp(prefix="aai-system-bus-"))
+    workdir.chmod(0o755)
+    private = Bus(workdir, kind="system")
     try:
         yield private
     finally:
         private.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

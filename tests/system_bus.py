@@ -66,13 +66,14 @@ class Isolated:
             options = shlex.quote(f"lowerdir={lower},upperdir={upper},workdir={work}")
             mounts.append(f"mount -t overlay overlay -o {options} {lower}")
         script = " && ".join(mounts) + ' && exec "$@"'
-        self.proc: subprocess.Popen[bytes] = subprocess.Popen(
-            ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", script, "sh", *argv],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=(root / "stderr").open("ab"),
-        )
+        with (root / "stderr").open("ab") as log:
+            self.proc: subprocess.Popen[bytes] = subprocess.Popen(
+                ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", script, "sh", *argv],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
 
     def upper(self, lower: str) -> Path:
         return self.root / "upper" / lower.strip("/").replace("/", "_")
