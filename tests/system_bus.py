@@ -1,6 +1,7 @@
 """System services from Debian on a private bus of the system type, changing nothing on this machine.
 
-Each daemon runs in its own mount and host-name namespace where /etc and /var/lib are overlays: what it
+Each daemon runs in its own mount and host-name namespace where /etc and /var/lib are overlays, without the
+capabilities to set the clock or reboot: what it
 writes (/etc/machine-info, /etc/default/locale, /etc/passwd, ...) lands in the overlay's upper folder, which
 a test reads as the second channel, and the machine's own files stay as they are. That needs root and
 mount namespaces; where either is missing the tests that start such daemons are skipped, never run
@@ -22,6 +23,9 @@ from typing import Any
 from tests.support import Bus, stop, wait_until
 
 OVERLAID = ("/etc", "/var/lib")
+DROPPED = "-sys_time,-sys_boot"
+"""Capabilities the daemons lose: no namespace holds the kernel's clock or its time zone (timedated tells the
+kernel a new zone, and the first such call since boot moves the clock by the zone's offset), nor a reboot."""
 
 
 def system_env(system: Bus, session: Bus | None = None, **extra: str) -> dict[str, str]:
@@ -65,7 +69,7 @@ class Isolated:
             work.mkdir(parents=True, exist_ok=True)
             options = shlex.quote(f"lowerdir={lower},upperdir={upper},workdir={work}")
             mounts.append(f"mount -t overlay overlay -o {options} {lower}")
-        script = " && ".join(mounts) + ' && exec "$@"'
+        script = " && ".join(mounts) + f' && exec setpriv --bounding-set={DROPPED} --inh-caps={DROPPED} "$@"'
         with (root / "stderr").open("ab") as log:
             self.proc: subprocess.Popen[bytes] = subprocess.Popen(
                 ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", script, "sh", *argv],
