@@ -107,7 +107,6 @@ def main(argv: list[str]) -> None:
         sys.exit(f"{man_page} lists no interface {', '.join(missing)}")
     today = datetime.now(UTC).date().isoformat()
     command = "python -m tests.library.man_idl " + " ".join(argv)
-    print("<?xml version='1.0' encoding='utf-8'?>")
     print(
         f"<!-- {', '.join(wanted)}: converted on {today} from the interface listing in {man_page.name} "
         f"shipped by the Debian package {owner} {version} (systemd writes that listing from the introspection "
