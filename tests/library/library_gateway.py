@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from mcp import ClientSession
 
-from tests.e2e.mcp_client import error_of, text_of
+from tests.e2e.mcp_client import error_of, stdio_session, text_of
 from tests.support import ROOT, install_descriptor
 
 LIBRARY = ROOT / "src" / "aai_gateway" / "library" / "apps"
@@ -54,3 +56,14 @@ class Exec:
     def missed(self) -> set[str]:
         """Read-only tools of the entry this session has not called."""
         return read_only_tools(self.app_id) - self.called
+
+
+@asynccontextmanager
+async def driving(app_id: str, workdir: Path, env: Callable[[Path], dict[str, str]]) -> AsyncIterator[Exec]:
+    """The installed gateway over stdio with the entry `app_id` installed in a HOME under `workdir`, whose
+    environment `env` gives; on leaving, every read-only tool of the entry must have been called."""
+    home = library_home(workdir / "home", app_id)
+    async with stdio_session(env(home), workdir / "stderr.log") as session:
+        run = Exec(session, app_id)
+        yield run
+        assert run.missed() == set(), f"read-only tools of {app_id} the test did not call"
