@@ -113,6 +113,8 @@ class Bus:
         text = BUS_CONFIG.format(socket_dir=workdir, service_dirs=dirs).replace(
             "<type>session</type>", f"<type>{kind}</type>"
         )
+        if kind == "system":  # a system bus takes connections from every user (daemons drop to their own)
+            text = text.replace('<allow own="*"/>', '<allow own="*"/>\n    <allow user="*"/>')
         if fixed_socket:
             (workdir / "bus").unlink(missing_ok=True)
             text = text.replace(f"<listen>unix:dir={workdir}</listen>", f"<listen>unix:path={workdir / 'bus'}</listen>")

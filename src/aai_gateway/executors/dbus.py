@@ -21,6 +21,7 @@ from typing import Any
 from dbus_fast import BusType, Message, MessageType, Variant
 from dbus_fast.aio import MessageBus
 from dbus_fast.introspection import Node
+from dbus_fast.validators import is_object_path_valid
 
 from aai_gateway import paths, session_bus, templates
 from aai_gateway.config import Settings
@@ -86,12 +87,29 @@ def target_of(call: ToolCall) -> Target:
     return Target(
         bus=str(tool.get("bus") or opts.get("bus") or "session"),
         service=service,
-        path=str(tool.get("object") or opts.get("object") or "/" + service.replace(".", "/").replace("-", "_")),
+        path=_object_path(tool.get("object"), call)
+        or str(opts.get("object") or "/" + service.replace(".", "/").replace("-", "_")),
         interface=str(tool.get("interface") or opts.get("interface") or default_interface),
         member=ENVELOPE_METHOD if envelope else str(tool.get("method") or call.tool.name),
         property=None if envelope else tool.get("property"),
         access=str(tool.get("access") or "get"),
     )
+
+
+def _object_path(template: Any, call: ToolCall) -> str | None:
+    """A tool's own object path; `${param}` in it (the whole path, or inside segments) takes the call's
+    arguments, so one tool reaches any user, device or item, e.g. `/org/bluez/${adapter}`."""
+    if not template:
+        return None
+    if not templates.names(template):
+        return str(template)
+    path = _render(template, _values(call))
+    if not isinstance(path, str) or not is_object_path_valid(path):
+        raise InvalidParams(
+            f"the arguments make the DBus object path {json.dumps(path, ensure_ascii=False)}, which is not one "
+            f"(/org/example/Thing: '/'-separated parts of letters, digits and '_'); template: {template}"
+        )
+    return path
 
 
 CLOSE_WAIT = 2.0
@@ -299,7 +317,22 @@ def _argument_schemas(call: ToolCall) -> list[Mapping[str, Any]]:
     given = call.tool.options.get("args")
     if given is None:
         return list(props.values())
-    return [props.get(next(iter(templates.names(t)), ""), {"type": _json_kind(t)}) for t in given]
+    return [template_schema(t, props) for t in given]
+
+
+def template_schema(template: Any, props: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The JSON Schema of what an argument template gives: a whole `${param}` is that parameter's schema, and
+    lists and objects are followed inside, so that a parameter's `signature` keyword reaches a variant in a
+    dict such as the Secret Service's `{"org.freedesktop.Secret.Item.Attributes": "${attributes}"}`."""
+    if isinstance(template, str):
+        whole = templates.PLACEHOLDER.fullmatch(template)
+        spec = props.get(whole.group(1)) if whole else None
+        return spec if isinstance(spec, Mapping) else {} if whole else {"type": "string"}
+    if isinstance(template, list):
+        return {"type": "array", "items": [template_schema(t, props) for t in template]}
+    if isinstance(template, Mapping):
+        return {"type": "object", "properties": {str(k): template_schema(v, props) for k, v in template.items()}}
+    return {"type": _json_kind(template)}
 
 
 def _retrieved(done: asyncio.Future[Any]) -> None:

@@ -1,0 +1,69 @@
+"""The installed gateway with library entries installed, driven through `aai_exec` by the MCP SDK client."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp import ClientSession
+
+from tests.e2e.mcp_client import error_of, stdio_session, text_of
+from tests.support import ROOT, install_descriptor
+
+LIBRARY = ROOT / "src" / "aai_gateway" / "library" / "apps"
+
+
+def library_home(home: Path, *app_ids: str) -> Path:
+    """A HOME whose ~/.aai holds the library's descriptors of `app_ids`, as written in the package."""
+    for app_id in app_ids:
+        install_descriptor(home / ".aai", LIBRARY / app_id / "aai.json")
+    return home
+
+
+def read_only_tools(app_id: str) -> set[str]:
+    """The tools an entry marks read-only: a run-level test calls every one of them."""
+    doc = json.loads((LIBRARY / app_id / "aai.json").read_text())
+    return {t["name"] for t in doc["tools"] if t.get("annotations", {}).get("readOnlyHint")}
+
+
+class Exec:
+    """`aai_exec` calls of one app in one session, keeping which tools were called."""
+
+    def __init__(self, session: ClientSession, app_id: str) -> None:
+        self.session = session
+        self.app_id = app_id
+        self.called: set[str] = set()
+
+    async def __call__(self, tool: str, **args: Any) -> Any:
+        self.called.add(tool)
+        result = await self.session.call_tool("aai_exec", {"app": self.app_id, "tool": tool, "args": args})
+        text = text_of(result)
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:  # the gateway gives a string result as it is, other values as JSON
+            return text
+
+    async def error(self, tool: str, **args: Any) -> tuple[str, str]:
+        """The error type and detail of a call that must fail."""
+        self.called.add(tool)
+        error = await error_of(self.session, "aai_exec", {"app": self.app_id, "tool": tool, "args": args})
+        assert isinstance(error.data, dict), error
+        return error.data["type"], error.data["detail"]
+
+    def missed(self) -> set[str]:
+        """Read-only tools of the entry this session has not called."""
+        return read_only_tools(self.app_id) - self.called
+
+
+@asynccontextmanager
+async def driving(app_id: str, workdir: Path, env: Callable[[Path], dict[str, str]]) -> AsyncIterator[Exec]:
+    """The installed gateway over stdio with the entry `app_id` installed in a HOME under `workdir`, whose
+    environment `env` gives; on leaving, every read-only tool of the entry must have been called."""
+    home = library_home(workdir / "home", app_id)
+    async with stdio_session(env(home), workdir / "stderr.log") as session:
+        run = Exec(session, app_id)
+        yield run
+        assert run.missed() == set(), f"read-only tools of {app_id} the test did not call"
