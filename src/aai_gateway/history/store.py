@@ -64,15 +64,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from aai_gateway.history import stats
 from aai_gateway.history.record import STATUSES, Record, iso, now
 from aai_gateway.processes import alive
 
 log = logging.getLogger(__name__)
 
 HISTORY_FILE = "history.db"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 PURGE_EVERY = 3600.0
 MAX_BATCH = 1000
+EXPORT_BATCH = 500
+"""Rows an export reads from its cursor at a time."""
 BUSY_TIMEOUT_MS = 5000
 CHECKPOINT_EVERY = 2000
 """Records committed on the event loop between two checkpoints by the writer thread."""
@@ -108,11 +111,16 @@ SCHEMA = (
     "CREATE INDEX calls_app_time ON calls (app, time)",
     "CREATE INDEX calls_caller_time ON calls (caller, time)",
 )
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 1 -> 2: the consent question a call asked; the hourly counts, indexes and triggers `stats` reads.
+    2: ("ALTER TABLE calls ADD COLUMN consent TEXT", *stats.SCHEMA),
+}
+"""The statements that bring a history of the version before each key to that version."""
 COLUMNS = (
     "id, time, caller, transport, app, tool, args, status, error_code, error_type, error_detail, duration_ms, "
-    "result, result_truncated"
+    "result, result_truncated, consent"
 )
-INSERT = f"INSERT OR IGNORE INTO calls ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"  # noqa: S608
+INSERT = f"INSERT OR IGNORE INTO calls ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"  # noqa: S608
 
 
 class HistoryUnavailable(Exception):
@@ -522,6 +530,7 @@ class HistoryStore:
         cutoff = iso(now() - timedelta(days=self.retention_days))
         deleted = conn.execute("DELETE FROM calls WHERE time < ?", (cutoff,)).rowcount
         if deleted:
+            stats.prune(conn)
             log.info("deleted %d call record(s) older than %g days from the history", deleted, self.retention_days)
         return deleted
 
@@ -576,6 +585,46 @@ class HistoryStore:
             found: int = conn.execute(f"SELECT count(*) FROM calls{where}", params).fetchone()[0]  # noqa: S608
         return found
 
+    def stats(
+        self, since: datetime, until: datetime, *, app: str | None = None, tool: str | None = None
+    ) -> stats.Stats:
+        """Usage statistics of the calls from `since` to `until` (see history/stats.py), on a connection of
+        its own: reading in WAL mode never holds up a write. Call it off the event loop."""
+        with self._reader() as conn:
+            if conn is None:
+                return stats.empty(since, until, app, tool)
+            return stats.gather(conn, since, until, app, tool)
+
+    def export(
+        self,
+        *,
+        app: str | None = None,
+        tool: str | None = None,
+        status: str | None = None,
+        caller: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Iterator[Record]:
+        """Every record matching the filters, in the order they were recorded, a batch at a time.
+
+        Each batch is a query of its own that goes on after the last row read (by `seq`), so memory stays the
+        same whatever the history's size, and no read stays open while a slow client downloads: an open read
+        would hold up the writer's checkpoints, and calls with them.
+        """
+        where, params = _where(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
+        where = f"{where} AND seq > ?" if where else " WHERE seq > ?"
+        sql = f"SELECT seq, {COLUMNS} FROM calls{where} ORDER BY seq LIMIT {EXPORT_BATCH}"  # noqa: S608
+        last = 0
+        while True:
+            with self._reader() as conn:
+                if conn is None:
+                    return
+                rows = conn.execute(sql, [*params, last]).fetchall()
+            yield from (_record(row[1:]) for row in rows)
+            if len(rows) < EXPORT_BATCH:
+                return
+            last = rows[-1][0]
+
     def get(self, call_id: str) -> Record | None:
         with self._reader() as conn:
             if conn is None:
@@ -619,6 +668,11 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         if version == 0:
             for statement in SCHEMA:
                 conn.execute(statement)
+            version = 1
+        for step in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[step]:
+                conn.execute(statement)
+        if version != SCHEMA_VERSION:
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
@@ -685,11 +739,28 @@ def _row(record: Record) -> tuple[Any, ...]:
         record.duration_ms,
         record.result,
         int(record.result_truncated),
+        record.consent,
     )
 
 
 def _record(row: tuple[Any, ...]) -> Record:
-    (call_id, at, caller, transport, app, tool, args, status, code, kind, detail, duration, result, truncated) = row
+    (
+        call_id,
+        at,
+        caller,
+        transport,
+        app,
+        tool,
+        args,
+        status,
+        code,
+        kind,
+        detail,
+        duration,
+        result,
+        truncated,
+        consent,
+    ) = row
     return Record(
         call_id=call_id,
         time=datetime.fromisoformat(at),
@@ -705,6 +776,7 @@ def _record(row: tuple[Any, ...]) -> Record:
         error_detail=detail,
         result=result,
         result_truncated=bool(truncated),
+        consent=consent,
     )
 
 
