@@ -136,7 +136,7 @@ class Rows(list[tuple[object, ...]]):
 KINDS = (
     ("INDEXED BY", "p50 and p95 of each tool"),
     ("consent IS NOT NULL", "consent questions"),
-    ("FROM call_tools WHERE 1", "calls of each tool in all"),
+    ("min(time), max(time)", "the time the history spans"),
     ("FROM call_tools", "per bucket, app, tool: hourly counts"),
     ("FROM call_errors", "error types: hourly counts"),
     ("FROM call_callers", "callers: hourly counts"),

@@ -9,8 +9,8 @@ partial hours at its two ends, so every figure is exact whatever the range.
 The nearest-rank p50 and p95 duration of the busiest MAX_TOOLS tools are read from the calls, by one
 `ORDER BY duration_ms LIMIT 1 OFFSET k` each: along the index (app, tool, duration_ms, time) when the
 range holds most of the tool's calls, else over the range's calls of the tool (index on app, tool, time
-and duration_ms), sorted by SQLite; either way no row comes into Python. The consent questions are counted from a partial
-index over the calls that asked one. `bench/stats.py` measures each query on a million calls.
+and duration_ms), sorted by SQLite; either way no row comes into Python. The consent questions are
+counted from a partial index over the calls that asked one. `bench/stats.py` measures each query on a million calls.
 """
 # ruff: noqa: S608 - the statements are put together from this module's own column and table names;
 # every value is a parameter
@@ -82,7 +82,8 @@ SCHEMA = (
 """The hourly counts, their triggers and the indexes the statistics read; part of the store's schema 2."""
 COUNTS = ("call_tools", "call_callers", "call_errors")
 SORT_IN_RANGE_BELOW = 0.125
-"""A tool whose range holds less than this share of its calls has its percentiles sorted from the range's calls."""
+"""A range covering less than this share of the time the history spans has its percentiles sorted from the
+range's calls; a wider one walks the index in duration order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,10 +238,8 @@ def gather(
         (ToolUsage(a, t, c, e) for (a, t), (c, e) in part.sums(2, "app, tool", "app, tool", "call_tools").items()),
         key=lambda u: (-u.calls, u.app, u.tool),
     )
-    everything = _all_calls(conn, app, tool) if tools else {}
-    timed = [
-        _timed(conn, usage, since, until, everything.get((usage.app, usage.tool), 0)) for usage in tools[:MAX_TOOLS]
-    ]
+    index = _percentile_index(conn, since, until) if tools else ""
+    timed = [_timed(conn, usage, since, until, index) for usage in tools[:MAX_TOOLS]]
     kinds = sorted(
         (
             ErrorKind(a, t, k, n)
@@ -344,26 +343,32 @@ def percentile_rank(count: int, fraction: float) -> int:
     return max(0, math.ceil(fraction * count) - 1)
 
 
-def _timed(conn: sqlite3.Connection, usage: ToolUsage, since: datetime, until: datetime, everything: int) -> ToolUsage:
-    """`usage` with its p50 and p95; `everything` is how many calls of the tool the history holds."""
-    index = "calls_tool_time" if usage.calls < SORT_IN_RANGE_BELOW * everything else "calls_durations"
+def _timed(conn: sqlite3.Connection, usage: ToolUsage, since: datetime, until: datetime, index: str) -> ToolUsage:
+    """`usage` with its p50 and p95, each read from whichever end of the order is nearer."""
 
     def at(fraction: float) -> float:
+        rank = percentile_rank(usage.calls, fraction)
+        order, skip = ("DESC", usage.calls - 1 - rank) if rank > usage.calls // 2 else ("", rank)
         row = conn.execute(
             f"SELECT duration_ms FROM calls INDEXED BY {index} "
-            "WHERE app = ? AND tool = ? AND time >= ? AND time <= ? ORDER BY duration_ms LIMIT 1 OFFSET ?",
-            (usage.app, usage.tool, iso(since), iso(until), percentile_rank(usage.calls, fraction)),
+            f"WHERE app = ? AND tool = ? AND time >= ? AND time <= ? ORDER BY duration_ms {order} LIMIT 1 OFFSET ?",
+            (usage.app, usage.tool, iso(since), iso(until), skip),
         ).fetchone()
         return float(row[0]) if row is not None else math.nan
 
     return ToolUsage(usage.app, usage.tool, usage.calls, usage.errors, at(0.50), at(0.95))
 
 
-def _all_calls(conn: sqlite3.Connection, app: str | None, tool: str | None) -> dict[tuple[str, str], int]:
-    """How many calls of each tool the history holds, from the hourly counts."""
-    filters, params = _filters(app, tool)
-    sql = f"SELECT app, tool, sum(calls) FROM call_tools WHERE 1{filters} GROUP BY app, tool"
-    return {(a, t): n for a, t, n in conn.execute(sql, params)}
+def _percentile_index(conn: sqlite3.Connection, since: datetime, until: datetime) -> str:
+    """The index percentiles are read along: in duration order when the range covers most of the history's time,
+    else by time (the range's calls alone, sorted)."""
+    oldest, newest = conn.execute("SELECT min(time), max(time) FROM calls").fetchone()
+    if oldest is None:
+        return "calls_tool_time"
+    held = datetime.fromisoformat(newest) - datetime.fromisoformat(oldest)
+    covered = min(until, datetime.fromisoformat(newest)) - max(since, datetime.fromisoformat(oldest))
+    wide = covered >= SORT_IN_RANGE_BELOW * held
+    return "calls_durations" if wide else "calls_tool_time"
 
 
 def _filters(app: str | None, tool: str | None) -> tuple[str, list[Any]]:

@@ -129,7 +129,8 @@ def _open(plot_id: str, title: str, height: float) -> str:
 def _defs(plot_id: str, count: int) -> str:
     patterns = []
     for k in range(count):
-        colour, marks = COLOURS[k % len(COLOURS)], PATTERNS[k % len(PATTERNS)]
+        # past the eighth series the patterns shift against the colours: 64 series look different
+        colour, marks = COLOURS[k % len(COLOURS)], PATTERNS[(k + k // len(COLOURS)) % len(PATTERNS)]
         patterns.append(
             f'<pattern id="{escape(plot_id)}-{k}" width="6" height="6" patternUnits="userSpaceOnUse">'
             f'<rect width="6" height="6" fill="{colour}"/>{marks}</pattern>'
