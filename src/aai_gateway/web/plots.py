@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from html import escape
 
 WIDTH = 400
-FONT = 11
-LABEL_H = 14
+FONT = 12
+LABEL_H = 15
 BAR_H = 10
 COLOURS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#8a7a00", "#404040")
 """Okabe and Ito's palette, told apart by people with any common colour blindness; its yellow darkened."""
@@ -91,7 +91,7 @@ def stacked_columns(plot_id: str, title: str, labels: Sequence[str], series: Seq
 def bars(plot_id: str, title: str, rows: Sequence[Row], series: Sequence[str], maximum: float | None = None) -> str:
     """Horizontal bars: per row its label on a line, then a bar per series with its text at the end."""
     legend_h = _legend_height([Series(name, ()) for name in series]) if len(series) > 1 else 0
-    row_h = LABEL_H + BAR_H * len(series) + 2 * (len(series) - 1) + 8
+    row_h = LABEL_H + 2 + (BAR_H + 2) * len(series) + 6  # as the loop below steps down
     height = 8 + row_h * len(rows) + legend_h + 4
     parts = [_open(plot_id, title, max(height, 40)), _defs(plot_id, len(series))]
     if not rows:
