@@ -136,7 +136,7 @@ class Rows(list[tuple[object, ...]]):
 KINDS = (
     ("INDEXED BY", "p50 and p95 of each tool"),
     ("consent IS NOT NULL", "consent questions"),
-    ("min(time), max(time)", "the time the history spans"),
+    ("(time) FROM calls", "the time the history spans"),
     ("FROM call_tools", "per bucket, app, tool: hourly counts"),
     ("FROM call_errors", "error types: hourly counts"),
     ("FROM call_callers", "callers: hourly counts"),

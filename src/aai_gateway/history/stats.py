@@ -362,7 +362,9 @@ def _timed(conn: sqlite3.Connection, usage: ToolUsage, since: datetime, until: d
 def _percentile_index(conn: sqlite3.Connection, since: datetime, until: datetime) -> str:
     """The index percentiles are read along: in duration order when the range covers most of the history's time,
     else by time (the range's calls alone, sorted)."""
-    oldest, newest = conn.execute("SELECT min(time), max(time) FROM calls").fetchone()
+    # two statements: SQLite reads a lone min() or max() from the index's end, but not both in one
+    (oldest,) = conn.execute("SELECT min(time) FROM calls").fetchone()
+    (newest,) = conn.execute("SELECT max(time) FROM calls").fetchone()
     if oldest is None:
         return "calls_tool_time"
     held = datetime.fromisoformat(newest) - datetime.fromisoformat(oldest)
