@@ -1,9 +1,11 @@
 """Usage statistics against histories whose numbers are known: exact counts, p50/p95, error types, callers,
-consent questions; every range (whole hours, partial hours, within one hour) against a count of the records;
-deleting old records and migrating a version 1 history keep the hourly counts exact."""
+consent questions; every range (whole hours, partial hours, within one hour) against a count of the records,
+with calls in the hourly counts and calls not counted yet; deleting old records and migrating a version 1
+history keep the hourly counts exact."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -87,6 +89,7 @@ def known() -> list[Record]:
 
 def test_known_numbers_over_the_whole_history(store: HistoryStore) -> None:
     write(store, known())
+    assert store.purge() == 0  # deletes nothing (a retention of a century) but counts every call per hour
     found = store.stats(T0, T0 + timedelta(days=3))
     assert (found.calls, found.errors, found.bucket) == (110, 10, "day")
     assert found.buckets == ("2030-05-01", "2030-05-02", "2030-05-03", "2030-05-04")
@@ -208,7 +211,9 @@ def random_history(seed: int, count: int) -> list[Record]:
 
 def test_every_range_counts_what_the_records_say(store: HistoryStore) -> None:
     records = random_history(7, 800)
-    write(store, records)
+    write(store, records[:500])
+    store.purge()  # the hourly counts hold the first 500 calls; the others are read from the calls
+    write(store, records[500:])
     rng = random.Random(8)  # noqa: S311 - made-up ranges, the same each run
     ranges = [(T0, T0 + timedelta(days=4)), (T0 + timedelta(hours=3), T0 + timedelta(hours=5))]
     ranges += [
@@ -257,7 +262,7 @@ def test_a_version_1_history_is_migrated_with_its_counts(tmp_path: Path) -> None
         columns = store_module.COLUMNS.rsplit(", consent", 1)[0]
         conn.executemany(
             f"INSERT INTO calls ({columns}) VALUES ({', '.join('?' * 14)})",  # noqa: S608 - the store's own columns
-            [store_module._row(r)[:14] for r in records],
+            [store_module.stored_row(r)[:14] for r in records],
         )
         conn.execute("PRAGMA user_version = 1")
     conn.close()
@@ -302,3 +307,26 @@ def test_csv_has_a_header_and_no_formula_a_spreadsheet_would_run(store: HistoryS
     assert (rows[0]["status"], rows[0]["error_code"], rows[0]["duration_ms"]) == ("ok", "", "1.0")
     with pytest.raises(ValueError, match="jsonl, csv"):
         list(lines(store.export(), "xml"))
+
+
+def test_the_writer_brings_the_hourly_counts_up_to_date_as_calls_are_recorded(
+    store: HistoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "CHECKPOINT_EVERY", 5)
+    records = random_history(11, 40)
+    write(store, records[:12])  # by the writer thread: counted once 5 are waiting
+
+    async def on_the_loop() -> None:
+        for record in records[12:]:  # committed on the loop: counted with each checkpoint
+            await store.write(record, alone=True)
+
+    asyncio.run(on_the_loop())
+    store.flush(30)
+    with sqlite3.connect(store.path) as conn:
+        ((counted,),) = conn.execute("SELECT seq FROM counted").fetchall()
+        ((hourly,),) = conn.execute("SELECT sum(calls) FROM call_tools").fetchall()
+    conn.close()
+    assert 30 <= counted <= 40
+    assert hourly == counted
+    everything = (T0 - timedelta(days=1), T0 + timedelta(days=5))
+    assert observed(store.stats(*everything)) == expected(records, *everything)

@@ -13,27 +13,13 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from aai_gateway.history.record import Record, iso
+from aai_gateway.history.record import Record
+from aai_gateway.history.store import COLUMNS, stored_row
 
 FORMATS = ("jsonl", "csv")
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
-CSV_COLUMNS = (
-    "id",
-    "time",
-    "caller",
-    "transport",
-    "app",
-    "tool",
-    "status",
-    "error_code",
-    "error_type",
-    "error_detail",
-    "duration_ms",
-    "args",
-    "result",
-    "result_truncated",
-    "consent",
-)
+CSV_COLUMNS = tuple(name.strip() for name in COLUMNS.split(","))
+"""The calls table's columns: a CSV row holds the record as the history keeps it (args as JSON text)."""
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -52,28 +38,8 @@ def lines(records: Iterable[Record], fmt: str) -> Iterator[str]:
     for record in records:
         buffer.seek(0)
         buffer.truncate()
-        writer.writerow([_cell(value) for value in _csv_row(record)])
+        writer.writerow([_cell(value) for value in stored_row(record)])
         yield buffer.getvalue()
-
-
-def _csv_row(record: Record) -> tuple[Any, ...]:
-    return (
-        record.call_id,
-        iso(record.time),
-        record.caller,
-        record.transport,
-        record.app,
-        record.tool,
-        record.status,
-        record.error_code,
-        record.error_type,
-        record.error_detail,
-        round(record.duration_ms, 3),
-        json.dumps(record.args, ensure_ascii=False),
-        record.result,
-        int(record.result_truncated),
-        record.consent,
-    )
 
 
 def _cell(value: Any) -> Any:

@@ -2,15 +2,22 @@
 
 Counting a million calls anew for each look costs seconds, so the history also keeps counts per hour
 (schema 2, `SCHEMA` below): calls and failures per hour, app and tool; per hour, app and caller; failures
-per hour, app, tool and error type. Triggers keep them exact as records are inserted and deleted. A range
-is read from these counts for its whole hours, and from the calls themselves (index on time) for the
-partial hours at its two ends, so every figure is exact whatever the range.
+per hour, app, tool and error type. Recording a call adds nothing to them: the store's writer thread
+adds the calls recorded since it last did (`count_new`, every CHECKPOINT_EVERY records and before each
+purge, which takes the deleted calls off), and `counted` says up to which `seq`. Triggers doing it on
+each insert nearly doubled the cost of recording a call (bench.history_cost, 0.07 -> 0.13 ms). A range is read
+in one snapshot from these counts for its whole hours, plus the calls recorded since (seq above
+`counted`), and from the calls themselves (index on time) for the partial hours at its two ends, so
+every figure is exact whatever the range.
 
 The nearest-rank p50 and p95 duration of the busiest MAX_TOOLS tools are read from the calls, by one
-`ORDER BY duration_ms LIMIT 1 OFFSET k` each: along the index (app, tool, duration_ms, time) when the
-range holds most of the tool's calls, else over the range's calls of the tool (index on app, tool, time
-and duration_ms), sorted by SQLite; either way no row comes into Python. The consent questions are
-counted from a partial index over the calls that asked one. `bench/stats.py` measures each query on a million calls.
+`ORDER BY duration_ms LIMIT 1 OFFSET k` each along the index (app, tool, duration_ms, time), from the
+nearer end (p95 from the top): at most about half of a tool's index entries are walked, whatever the
+range, and no row comes into Python. A second index (app, tool, time, duration_ms) to sort a narrow
+range's calls instead was faster for a day out of 30 (17 against 44 ms for 20 tools on a million
+calls) but added to the cost of recording every call. The consent questions are counted from a
+partial index over the calls that asked one. `bench/stats.py` measures each query on a
+million calls.
 """
 # ruff: noqa: S608 - the statements are put together from this module's own column and table names;
 # every value is a parameter
@@ -50,40 +57,14 @@ SCHEMA = (
         hour TEXT NOT NULL, app TEXT NOT NULL, tool TEXT NOT NULL, error_type TEXT NOT NULL, calls INTEGER NOT NULL,
         PRIMARY KEY (hour, app, tool, error_type)
     ) WITHOUT ROWID""",
-    f"""INSERT INTO call_tools SELECT {HOUR}, app, tool, count(*), sum(status = 'error') FROM calls
-        GROUP BY 1, 2, 3""",
-    f"""INSERT INTO call_callers SELECT {HOUR}, app, caller, count(*), sum(status = 'error') FROM calls
-        GROUP BY 1, 2, 3""",
-    f"""INSERT INTO call_errors SELECT {HOUR}, app, tool, coalesce(error_type, 'ERROR'), count(*) FROM calls
-        WHERE status = 'error' GROUP BY 1, 2, 3, 4""",
-    """CREATE TRIGGER calls_counted AFTER INSERT ON calls BEGIN
-        INSERT INTO call_tools VALUES (substr(NEW.time, 1, 13), NEW.app, NEW.tool, 1, NEW.status = 'error')
-            ON CONFLICT DO UPDATE SET calls = calls + 1, errors = errors + excluded.errors;
-        INSERT INTO call_callers VALUES (substr(NEW.time, 1, 13), NEW.app, NEW.caller, 1, NEW.status = 'error')
-            ON CONFLICT DO UPDATE SET calls = calls + 1, errors = errors + excluded.errors;
-        INSERT INTO call_errors
-            SELECT substr(NEW.time, 1, 13), NEW.app, NEW.tool, coalesce(NEW.error_type, 'ERROR'), 1
-            WHERE NEW.status = 'error'
-            ON CONFLICT DO UPDATE SET calls = calls + 1;
-    END""",
-    """CREATE TRIGGER calls_uncounted AFTER DELETE ON calls BEGIN
-        UPDATE call_tools SET calls = calls - 1, errors = errors - (OLD.status = 'error')
-            WHERE hour = substr(OLD.time, 1, 13) AND app = OLD.app AND tool = OLD.tool;
-        UPDATE call_callers SET calls = calls - 1, errors = errors - (OLD.status = 'error')
-            WHERE hour = substr(OLD.time, 1, 13) AND app = OLD.app AND caller = OLD.caller;
-        UPDATE call_errors SET calls = calls - 1
-            WHERE OLD.status = 'error' AND hour = substr(OLD.time, 1, 13) AND app = OLD.app AND tool = OLD.tool
-            AND error_type = coalesce(OLD.error_type, 'ERROR');
-    END""",
+    "CREATE TABLE counted (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL)",
+    "INSERT INTO counted VALUES (1, 0)",
     "CREATE INDEX calls_durations ON calls (app, tool, duration_ms, time)",
-    "CREATE INDEX calls_tool_time ON calls (app, tool, time, duration_ms)",
     "CREATE INDEX calls_consent ON calls (time, consent) WHERE consent IS NOT NULL",
 )
-"""The hourly counts, their triggers and the indexes the statistics read; part of the store's schema 2."""
+"""The hourly counts (made from the calls already kept by `count_new`) and the indexes the statistics read;
+part of the store's schema 2."""
 COUNTS = ("call_tools", "call_callers", "call_errors")
-SORT_IN_RANGE_BELOW = 0.125
-"""A range covering less than this share of the time the history spans has its percentiles sorted from the
-range's calls; a wider one walks the index in duration order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +201,15 @@ def gather(
     if since > until:
         raise ValueError(f"since ({iso(since)}) is later than until ({iso(until)})")
     bucket, buckets = _buckets(since, until)
-    part = _Parts(conn, since, until, app, tool)
+    conn.execute("BEGIN")  # one snapshot: the counts and the calls not counted yet agree
+    try:
+        return _gather(_Parts(conn, since, until, app, tool), bucket, buckets)
+    finally:
+        conn.execute("COMMIT")
+
+
+def _gather(part: _Parts, bucket: str, buckets: tuple[str, ...]) -> Stats:
+    conn, since, until, app, tool = part.conn, part.since, part.until, part.app, part.tool
     width = 13 if bucket == "hour" else 10
     per_bucket: dict[str, dict[str, Count]] = {}
     for (moment, name), (calls, errors) in part.sums(
@@ -238,8 +227,7 @@ def gather(
         (ToolUsage(a, t, c, e) for (a, t), (c, e) in part.sums(2, "app, tool", "app, tool", "call_tools").items()),
         key=lambda u: (-u.calls, u.app, u.tool),
     )
-    index = _percentile_index(conn, since, until) if tools else ""
-    timed = [_timed(conn, usage, since, until, index) for usage in tools[:MAX_TOOLS]]
+    timed = [_timed(conn, usage, since, until) for usage in tools[:MAX_TOOLS]]
     kinds = sorted(
         (
             ErrorKind(a, t, k, n)
@@ -274,10 +262,46 @@ def gather(
     )
 
 
-def prune(conn: sqlite3.Connection) -> None:
-    """Drop the hourly counts left at nothing by deleted calls."""
+def count_new(conn: sqlite3.Connection) -> int:
+    """Add the calls recorded since the last time to the hourly counts; how many. In a write transaction."""
+    (last,) = conn.execute("SELECT seq FROM counted").fetchone()
+    (newest,) = conn.execute("SELECT coalesce(max(seq), 0) FROM calls").fetchone()
+    if newest > last:
+        _add(conn, "seq > ? AND seq <= ?", [last, newest])
+        conn.execute("UPDATE counted SET seq = ?", (newest,))
+    return max(0, int(newest) - int(last))
+
+
+def delete_before(conn: sqlite3.Connection, cutoff: str) -> int:
+    """Delete the calls that started before `cutoff` and take them off the hourly counts; how many.
+    In a write transaction."""
+    count_new(conn)
+    _add(conn, "time < ?", [cutoff], sign=-1)
+    deleted: int = conn.execute("DELETE FROM calls WHERE time < ?", (cutoff,)).rowcount
     for table in COUNTS:
         conn.execute(f"DELETE FROM {table} WHERE calls <= 0")
+    # every call left is counted; a table emptied numbers its next call 1 again
+    conn.execute("UPDATE counted SET seq = (SELECT coalesce(max(seq), 0) FROM calls)")
+    return deleted
+
+
+def _add(conn: sqlite3.Connection, where: str, params: list[Any], sign: int = 1) -> None:
+    """Add (or with sign -1 take off) the calls matching `where` to the hourly counts."""
+    for table, keys, count, measures in (
+        ("call_tools", "app, tool", 2, "count(*), sum(status = 'error')"),
+        ("call_callers", "app, caller", 2, "count(*), sum(status = 'error')"),
+        ("call_errors", "app, tool, coalesce(error_type, 'ERROR')", 3, "count(*)"),
+    ):
+        failed = "status = 'error' AND " if table == "call_errors" else ""
+        signed = ", ".join(f"{sign} * {m}" for m in measures.split(", "))
+        columns = "calls" if table == "call_errors" else "calls, errors"
+        updates = ", ".join(f"{c} = {c} + excluded.{c}" for c in columns.split(", "))
+        group = ", ".join(str(i + 1) for i in range(count + 1))
+        conn.execute(
+            f"INSERT INTO {table} SELECT {HOUR}, {keys}, {signed} FROM calls WHERE {failed}{where} "
+            f"GROUP BY {group} ON CONFLICT DO UPDATE SET {updates}",
+            params,
+        )
 
 
 class _Parts:
@@ -286,13 +310,16 @@ class _Parts:
     def __init__(
         self, conn: sqlite3.Connection, since: datetime, until: datetime, app: str | None, tool: str | None
     ) -> None:
-        self.conn = conn
+        self.conn, self.since, self.until = conn, since, until
         first = _hour_start(since)
         if first < since:
             first += timedelta(hours=1)
         last = _hour_start(until)  # the hour `until` falls in is partial (until is inclusive)
-        filters, self.filter_params = _filters(app, tool)
+        self.filters, self.filter_params = _filters(app, tool)
+        filters = self.filters
         self.app, self.tool = app, tool
+        (self.counted,) = conn.execute("SELECT seq FROM counted").fetchone()
+        self.first, self.last = iso(first), iso(last)
         if first < last:
             self.hours: tuple[str, str] | None = (iso(first)[:13], iso(last)[:13])
             self.edges = f"((time >= ? AND time < ?) OR (time >= ? AND time <= ?)){filters}"
@@ -326,6 +353,14 @@ class _Parts:
                     f"GROUP BY {group}"
                 )
                 queries.append((sql, [*self.hours, *params]))
+                # the calls of those hours recorded since the counts were last brought up to date: the
+                # newest rows of the table, read by seq (NOT INDEXED keeps SQLite off the time index)
+                sql = (
+                    f"SELECT {call_keys}, {measures} FROM calls NOT INDEXED "
+                    f"WHERE {failed}seq > ? AND time >= ? AND time < ?"
+                    f"{self.filters} GROUP BY {group}"
+                )
+                queries.append((sql, [self.counted, self.first, self.last, *self.filter_params]))
             sql = f"SELECT {call_keys}, {measures} FROM calls WHERE {failed}{self.edges} GROUP BY {group}"
             queries.append((sql, self.edge_params))
         found: dict[tuple[Any, ...], list[int]] = {}
@@ -343,34 +378,20 @@ def percentile_rank(count: int, fraction: float) -> int:
     return max(0, math.ceil(fraction * count) - 1)
 
 
-def _timed(conn: sqlite3.Connection, usage: ToolUsage, since: datetime, until: datetime, index: str) -> ToolUsage:
-    """`usage` with its p50 and p95, each read from whichever end of the order is nearer."""
+def _timed(conn: sqlite3.Connection, usage: ToolUsage, since: datetime, until: datetime) -> ToolUsage:
+    """`usage` with its p50 and p95, each read along the index from whichever end of the order is nearer."""
 
     def at(fraction: float) -> float:
         rank = percentile_rank(usage.calls, fraction)
         order, skip = ("DESC", usage.calls - 1 - rank) if rank > usage.calls // 2 else ("", rank)
         row = conn.execute(
-            f"SELECT duration_ms FROM calls INDEXED BY {index} "
+            "SELECT duration_ms FROM calls INDEXED BY calls_durations "
             f"WHERE app = ? AND tool = ? AND time >= ? AND time <= ? ORDER BY duration_ms {order} LIMIT 1 OFFSET ?",
             (usage.app, usage.tool, iso(since), iso(until), skip),
         ).fetchone()
         return float(row[0]) if row is not None else math.nan
 
     return ToolUsage(usage.app, usage.tool, usage.calls, usage.errors, at(0.50), at(0.95))
-
-
-def _percentile_index(conn: sqlite3.Connection, since: datetime, until: datetime) -> str:
-    """The index percentiles are read along: in duration order when the range covers most of the history's time,
-    else by time (the range's calls alone, sorted)."""
-    # two statements: SQLite reads a lone min() or max() from the index's end, but not both in one
-    (oldest,) = conn.execute("SELECT min(time) FROM calls").fetchone()
-    (newest,) = conn.execute("SELECT max(time) FROM calls").fetchone()
-    if oldest is None:
-        return "calls_tool_time"
-    held = datetime.fromisoformat(newest) - datetime.fromisoformat(oldest)
-    covered = min(until, datetime.fromisoformat(newest)) - max(since, datetime.fromisoformat(oldest))
-    wide = covered >= SORT_IN_RANGE_BELOW * held
-    return "calls_durations" if wide else "calls_tool_time"
 
 
 def _filters(app: str | None, tool: str | None) -> tuple[str, list[Any]]:

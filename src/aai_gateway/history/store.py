@@ -179,6 +179,8 @@ class HistoryStore:
         self._queued: list[tuple[Record, asyncio.Future[Future[None] | None]]] = []
         self._since_checkpoint = 0
         self._checkpoint: Future[Any] | None = None
+        self._uncounted = 0
+        """Records the writer thread committed since the hourly counts were last brought up to date."""
 
     # Writing
 
@@ -364,6 +366,9 @@ class HistoryStore:
                 self._report(None)  # said by a gateway that has ended; `history` told of its lost records
         failure = None if error is None else HistoryUnavailable(_reason(error, self.path.parent))
         if failure is None:
+            self._uncounted += len(records)
+            if conn is not None and self._uncounted >= CHECKPOINT_EVERY:
+                self._count_now(conn)
             self._recovered(len(records))
         else:
             self._failed(failure, records)
@@ -484,6 +489,15 @@ class HistoryStore:
             except OSError:
                 continue
 
+    def _count_now(self, conn: sqlite3.Connection) -> None:
+        """Bring the hourly counts `stats` reads up to date (a few ms for CHECKPOINT_EVERY calls)."""
+        self._uncounted = 0
+        try:
+            with _transaction(conn):
+                stats.count_new(conn)
+        except sqlite3.Error as exc:
+            log.warning("could not update the hourly call counts in %s: %s", self.path, exc)
+
     def _checkpoint_now(self, conn: sqlite3.Connection) -> None:
         """Copy the log into the database so that the next commit starts it over, cut back to WAL_LIMIT.
 
@@ -492,6 +506,7 @@ class HistoryStore:
         with it). The loop commits nothing meanwhile (see `_commit_now`); other gateways writing the
         same file are waited for.
         """
+        self._count_now(conn)
         try:
             conn.execute("PRAGMA wal_checkpoint(RESTART)")
         except sqlite3.Error as exc:
@@ -528,9 +543,10 @@ class HistoryStore:
 
     def _purge(self, conn: sqlite3.Connection) -> int:
         cutoff = iso(now() - timedelta(days=self.retention_days))
-        deleted = conn.execute("DELETE FROM calls WHERE time < ?", (cutoff,)).rowcount
+        with _transaction(conn):
+            deleted = stats.delete_before(conn, cutoff)
+        self._uncounted = 0
         if deleted:
-            stats.prune(conn)
             log.info("deleted %d call record(s) older than %g days from the history", deleted, self.retention_days)
         return deleted
 
@@ -710,20 +726,28 @@ def _where(
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
 
-def _insert(conn: sqlite3.Connection, records: list[Record]) -> None:
-    """The records in one transaction, taking the write lock at once; rolled back on any failure."""
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction taking the lock at once, committed, or rolled back on any failure."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.executemany(INSERT, [_row(record) for record in records])
+        yield
         conn.execute("COMMIT")
     except BaseException:
-        if conn.in_transaction:  # SQLite has rolled back itself after some errors (SQLITE_FULL)
+        if conn.in_transaction:
             with suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
         raise
 
 
-def _row(record: Record) -> tuple[Any, ...]:
+def _insert(conn: sqlite3.Connection, records: list[Record]) -> None:
+    """The records in one transaction, taking the write lock at once; rolled back on any failure."""
+    with _transaction(conn):
+        conn.executemany(INSERT, [stored_row(record) for record in records])
+
+
+def stored_row(record: Record) -> tuple[Any, ...]:
+    """The record's values as the calls table keeps them, in the order of COLUMNS."""
     return (
         record.call_id,
         iso(record.time),
