@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from typing import Any
@@ -201,12 +201,13 @@ class Gateway:
         )
         started = time.perf_counter()
         late = time.monotonic() - caller.arrived if caller.arrived is not None else 0.0
+        asked: list[str] = []  # how the consent question this call asked ended, if it asked one
         try:
-            result = await self._counted(self._call(app_id, tool_name, args, caller, late))
+            result = await self._counted(self._call(app_id, tool_name, args, caller, late, asked=asked.append))
         except AaiError as exc:
             elapsed = _ms(started)
             _after_answer("call %s %s %s:%s failed %s in %.1f ms: %s", *where, exc.type, elapsed, exc.detail)
-            await self._recorder.failed(pending, exc, elapsed, alone=not self._running)
+            await self._recorder.failed(pending, exc, elapsed, alone=not self._running, consent=_asked(asked))
             raise
         except asyncio.CancelledError:
             elapsed = _ms(started)
@@ -220,7 +221,7 @@ class Gateway:
             raise failure from exc
         elapsed = _ms(started)
         _after_answer("call %s %s %s:%s ok in %.1f ms", *where, elapsed)
-        await self._recorder.ok(pending, result, elapsed, alone=not self._running)
+        await self._recorder.ok(pending, result, elapsed, alone=not self._running, consent=_asked(asked))
         return result
 
     def recorded_arguments(self, app_id: str, tool_name: str, args: Any) -> Any:
@@ -260,7 +261,14 @@ class Gateway:
         return ConsentGate(self.settings)
 
     async def _call(
-        self, app_id: str, tool_name: str, args: Mapping[str, Any], caller: Caller, late: float = 0.0
+        self,
+        app_id: str,
+        tool_name: str,
+        args: Mapping[str, Any],
+        caller: Caller,
+        late: float = 0.0,
+        *,
+        asked: Callable[[str], None] | None = None,
     ) -> Any:
         _check_text(app_id, tool_name, args)
         if self.settings.require_history and (trouble := self.history.trouble()) is not None:
@@ -282,6 +290,7 @@ class Gateway:
             ask=caller.ask,
             transport=caller.transport,
             marks_trusted=site is None,  # a website's own read-only marks never skip a question
+            asked=asked,
         )
         executor = self._executor(binding)
         app_settings = self.settings.apps.get(app.app_id)
@@ -501,6 +510,11 @@ def _after_answer(message: str, *args: Any) -> None:
     unlike the line, is committed before the answer."""
     if log.isEnabledFor(logging.INFO):
         asyncio.get_running_loop().call_soon(partial(log.info, message, *args))
+
+
+def _asked(outcomes: list[str]) -> str | None:
+    """How the call's consent question ended: the first outcome (a call let through after a wait is checked again)."""
+    return outcomes[0] if outcomes else None
 
 
 def _ms(started: float) -> float:

@@ -282,3 +282,28 @@ async def test_consent_required_for_a_destructive_tool_names_the_tool_allow(tmp_
     await consent.check("Claude", MARKED, WIPE, {})
     with pytest.raises(ConsentRequired):
         await consent.check("Claude", MARKED, WIPE, {})
+
+
+async def test_how_each_question_ended_is_told_for_the_history(tmp_path: Path) -> None:
+    told: list[str] = []
+    consent = gate(tmp_path)
+    await consent.check("Claude", APP, TOOL, {"title": "a"}, ask=User(Answer.ONCE), asked=told.append)
+    with pytest.raises(PermissionDenied):
+        await consent.check("Claude", APP, TOOL, {"title": "b"}, ask=User(Answer.NEVER), asked=told.append)
+    with pytest.raises(ConsentRequired):
+        await consent.check("Claude", APP, OTHER, {}, ask=User(None), asked=told.append)
+    assert told == ["once", "never", "unanswered"]
+    await consent.check("Claude", APP, OTHER, {}, ask=User(Answer.TOOL), asked=told.append)
+    await consent.check("Claude", APP, OTHER, {}, ask=User(), asked=told.append)  # allowed now: nothing asked
+    assert told == ["once", "never", "unanswered", "tool"]
+
+    held = gate(tmp_path / "held", consent_wait_seconds=30)
+    held.ui_url = "http://127.0.0.1:3000/ui/consent"
+    waiting: list[str] = []
+    call = asyncio.ensure_future(held.check("Cursor", APP, TOOL, {"title": "x"}, asked=waiting.append))
+    while not held.store.pending():
+        await asyncio.sleep(0.01)
+    (pending,) = held.store.pending()
+    held.store.decide(pending.id, Answer.ONCE)
+    await call
+    assert waiting == ["decided"]

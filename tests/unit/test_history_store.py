@@ -90,6 +90,7 @@ def test_round_trip(store: HistoryStore) -> None:
         "durationMs": 1.25,
         "result": None,
         "resultTruncated": False,
+        "consent": None,
     }
     assert ok.to_json()["error"] is None
 

@@ -19,6 +19,7 @@ PAGES = [
     "/history/abc123def456",
     "/settings",
     "/consent",
+    "/insights",
 ]
 
 

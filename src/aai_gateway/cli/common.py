@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from typing import Any, NoReturn
 
 import click
@@ -10,6 +11,7 @@ import click
 from aai_gateway import paths
 from aai_gateway.config import Settings, load_settings
 from aai_gateway.errors import ConfigError
+from aai_gateway.history import parse_time
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -34,3 +36,20 @@ def settings_of(ctx: click.Context) -> Settings:
         obj["settings"] = settings
     result: Settings = obj["settings"]
     return result
+
+
+class TimeParam(click.ParamType[datetime]):
+    name = "TIME"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        try:
+            return parse_time(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def terminal_safe(text: str) -> str:
+    """Control characters shown as escapes, so that recorded text cannot drive the terminal."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)

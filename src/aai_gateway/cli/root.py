@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from aai_gateway import __version__, logs, paths
-from aai_gateway.cli.common import fail, settings_of
+from aai_gateway.cli.common import TimeParam, fail, settings_of, terminal_safe
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_document, load
 from aai_gateway.discovery import Scan, scan
 from aai_gateway.errors import AaiError
 from aai_gateway.executors.script_checks import with_script_checks
-from aai_gateway.history import HISTORY_FILE, STATUSES, HistoryStore, HistoryUnavailable, Record, parse_time
+from aai_gateway.history import HISTORY_FILE, STATUSES, HistoryStore, HistoryUnavailable, Record
 from aai_gateway.processes import alive
 from aai_gateway.service import Caller, Gateway
 
@@ -535,18 +535,6 @@ def call(ctx: click.Context, app: str, tool: str, args: str) -> None:
 # history: the calls the gateway ran, from the SQLite store in the AAI home.
 
 
-class _Time(click.ParamType[datetime]):
-    name = "TIME"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
-        if isinstance(value, datetime):
-            return value
-        try:
-            return parse_time(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
 def _history_store(ctx: click.Context) -> HistoryStore:
     settings = settings_of(ctx)
     return HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
@@ -558,9 +546,9 @@ def _history_store(ctx: click.Context) -> HistoryStore:
 @click.option("--status", type=click.Choice(STATUSES), help="Only calls that succeeded, or that failed.")
 @click.option("--caller", help="Only calls from this client (its MCP clientInfo name, or cli).")
 @click.option(
-    "--since", type=_Time(), help="From this time on: ISO (UTC unless a zone is given) or an age: 30m, 2h, 7d."
+    "--since", type=TimeParam(), help="From this time on: ISO (UTC unless a zone is given) or an age: 30m, 2h, 7d."
 )
-@click.option("--until", type=_Time(), help="Up to this time, in the same forms as --since.")
+@click.option("--until", type=TimeParam(), help="Up to this time, in the same forms as --since.")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many calls.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of whole records.")
 @click.pass_context
@@ -629,9 +617,9 @@ def _history_row(record: Record) -> tuple[str, ...]:
     return (
         record.time.strftime("%Y-%m-%d %H:%M:%S"),
         record.call_id,
-        _printable(record.caller)[:24],
+        terminal_safe(record.caller)[:24],
         record.transport,
-        _printable(f"{record.app}:{record.tool}")[:60],
+        terminal_safe(f"{record.app}:{record.tool}")[:60],
         status,
         f"{record.duration_ms:.1f}",
     )
@@ -658,25 +646,20 @@ def history_show(ctx: click.Context, call_id: str, as_json: bool) -> None:
     lines = [
         f"call      {record.call_id}",
         f"time      {record.time.isoformat(timespec='milliseconds')}",
-        f"caller    {_printable(record.caller)} over {record.transport}",
-        f"app       {_printable(record.app)}",
-        f"tool      {_printable(record.tool)}",
+        f"caller    {terminal_safe(record.caller)} over {record.transport}",
+        f"app       {terminal_safe(record.app)}",
+        f"tool      {terminal_safe(record.tool)}",
         f"status    {status}",
         f"duration  {record.duration_ms:.1f} ms",
     ]
     if record.error_detail is not None:
-        lines.append(f"detail    {_printable(record.error_detail)}")
+        lines.append(f"detail    {terminal_safe(record.error_detail)}")
     lines.append("arguments")
     lines.extend("  " + line for line in json.dumps(record.args, ensure_ascii=False, indent=2).splitlines())
     if record.result is not None:
         lines.append("result" + (f" (first {len(record.result)} characters)" if record.result_truncated else ""))
-        lines.append("  " + _printable(record.result))
+        lines.append("  " + terminal_safe(record.result))
     click.echo("\n".join(lines))
-
-
-def _printable(text: str) -> str:
-    """Control characters shown as escapes, so that recorded text cannot drive the terminal."""
-    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 # auth: sign in to web apps, sign out, status. The secret store and OAuth live in aai_gateway.auth.
@@ -1023,9 +1006,13 @@ def consent_revoke(
         fail("no stored decision matches; `aai-gateway consent list` shows them with their ids", 1)
 
 
+from aai_gateway.cli.export import export  # noqa: E402 - the history's subcommand, in a module of its own
 from aai_gateway.cli.importing import import_servers  # noqa: E402
 from aai_gateway.cli.library import install, library  # noqa: E402 (commands kept in their own module)
+from aai_gateway.cli.stats import stats  # noqa: E402 - a command group of its own
 
+history.add_command(export)
+main.add_command(stats)
 main.add_command(import_servers)
 main.add_command(library)
 main.add_command(install)

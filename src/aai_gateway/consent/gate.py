@@ -100,8 +100,12 @@ class ConsentGate:
         ask: Ask | None = None,
         transport: str = "",
         marks_trusted: bool = True,
+        asked: Callable[[str], None] | None = None,
     ) -> None:
         """Return when the call may run; raise PermissionDenied or ConsentRequired when it may not.
+
+        When the user is asked, `asked` is told how the question ended: the `Answer` given, "decided"
+        (in the UI or with the CLI while the call waited) or "unanswered".
 
         Decisions are kept under `app_key`, by default the app's id (a discovered web app's is its site).
         Without `marks_trusted` (a descriptor a website gave about itself), a read-only mark lets nothing
@@ -131,6 +135,8 @@ class ConsentGate:
             request = self.store.ask_later(caller, app_id, tool.name, arguments, transport, destructive=destructive)
             holds = ask is None and self.ui_url and self.settings.consent_wait_seconds > 0
             if holds and await self._held(verdict):
+                if asked is not None:
+                    asked("decided")
                 await self.check(
                     caller,
                     app,
@@ -142,11 +148,15 @@ class ConsentGate:
                     marks_trusted=marks_trusted,
                 )
                 return
+            if asked is not None:
+                asked("unanswered")
             raise ConsentRequired(
                 self._how_to_approve(
                     caller, app_id, tool.name, request.id, asked=ask is not None, destructive=destructive
                 )
             )
+        if asked is not None:
+            asked(answer.value)
         grant = self._keep(answer, caller, app_id, tool.name)
         if not answer.allows:
             kept = (

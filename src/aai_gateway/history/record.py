@@ -30,6 +30,10 @@ class Record:
     result: str | None = None
     """The result as JSON text, cut to an excerpt; None for a failed call."""
     result_truncated: bool = False
+    consent: str | None = None
+    """The consent question this call asked the user: the answer given (an `Answer` value: once, tool, app,
+    deny, never), "decided" (settled in the UI or CLI while the call waited), "unanswered", or None when
+    no question was asked."""
 
     def to_json(self) -> dict[str, Any]:
         error = None
@@ -48,6 +52,7 @@ class Record:
             "durationMs": round(self.duration_ms, 3),
             "result": self.result,
             "resultTruncated": self.result_truncated,
+            "consent": self.consent,
         }
 
 

@@ -52,21 +52,28 @@ class Recorder:
     def begin(self, call_id: str, *, caller: str, transport: str, app: str, tool: str, args: Any) -> Pending:
         return Pending(call_id, caller[:MAX_NAME], transport, app, tool, args)
 
-    async def ok(self, pending: Pending, result: Any, duration_ms: float, *, alone: bool = False) -> None:
-        """Record a call that succeeded; `alone` when no other call is running (see `HistoryStore.write`)."""
+    async def ok(
+        self, pending: Pending, result: Any, duration_ms: float, *, alone: bool = False, consent: str | None = None
+    ) -> None:
+        """Record a call that succeeded; `alone` when no other call is running (see `HistoryStore.write`);
+        `consent` how the consent question it asked ended (see `Record.consent`)."""
         try:
             tool = self._tool(pending)
             args, redactor = self._args(pending, tool)
             text, truncated = excerpt(self._result(redactor, result, tool.returns if tool else None))
-            record = self._record(pending, args, "ok", duration_ms, result=text, result_truncated=truncated)
+            record = self._record(
+                pending, args, "ok", duration_ms, result=text, result_truncated=truncated, consent=consent
+            )
         except Exception:
             log.exception("cannot record call %s in the history", pending.call_id)
             return
         await self._write(record, alone)
 
-    async def failed(self, pending: Pending, error: AaiError, duration_ms: float, *, alone: bool = False) -> None:
+    async def failed(
+        self, pending: Pending, error: AaiError, duration_ms: float, *, alone: bool = False, consent: str | None = None
+    ) -> None:
         try:
-            record = self._error(pending, duration_ms, error.code, error.type, error.detail)
+            record = self._error(pending, duration_ms, error.code, error.type, error.detail, consent=consent)
         except Exception:
             log.exception("cannot record call %s in the history", pending.call_id)
             return
@@ -87,10 +94,28 @@ class Recorder:
         pending = self.begin("", caller="", transport="", app=app, tool=tool, args=args)
         return self._args(pending, self._tool(pending))[0]
 
-    def _error(self, pending: Pending, duration_ms: float, code: int | None, kind: str, detail: str) -> Record:
+    def _error(
+        self,
+        pending: Pending,
+        duration_ms: float,
+        code: int | None,
+        kind: str,
+        detail: str,
+        *,
+        consent: str | None = None,
+    ) -> Record:
         args, redactor = self._args(pending, self._tool(pending))
         text = shorten(redactor.text(detail), MAX_DETAIL)
-        return self._record(pending, args, "error", duration_ms, error_code=code, error_type=kind, error_detail=text)
+        return self._record(
+            pending,
+            args,
+            "error",
+            duration_ms,
+            error_code=code,
+            error_type=kind,
+            error_detail=text,
+            consent=consent,
+        )
 
     def _args(self, pending: Pending, tool: Tool | None) -> tuple[Any, Redactor]:
         """The redacted arguments, and a redactor that also cuts the values it masked out of other text

@@ -64,15 +64,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from aai_gateway.history import stats
 from aai_gateway.history.record import STATUSES, Record, iso, now
 from aai_gateway.processes import alive
 
 log = logging.getLogger(__name__)
 
 HISTORY_FILE = "history.db"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 PURGE_EVERY = 3600.0
 MAX_BATCH = 1000
+EXPORT_BATCH = 500
+"""Rows an export reads from its cursor at a time."""
 BUSY_TIMEOUT_MS = 5000
 CHECKPOINT_EVERY = 2000
 """Records committed on the event loop between two checkpoints by the writer thread."""
@@ -108,11 +111,16 @@ SCHEMA = (
     "CREATE INDEX calls_app_time ON calls (app, time)",
     "CREATE INDEX calls_caller_time ON calls (caller, time)",
 )
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 1 -> 2: the consent question a call asked; the hourly counts, indexes and triggers `stats` reads.
+    2: ("ALTER TABLE calls ADD COLUMN consent TEXT", *stats.SCHEMA),
+}
+"""The statements that bring a history of the version before each key to that version."""
 COLUMNS = (
     "id, time, caller, transport, app, tool, args, status, error_code, error_type, error_detail, duration_ms, "
-    "result, result_truncated"
+    "result, result_truncated, consent"
 )
-INSERT = f"INSERT OR IGNORE INTO calls ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"  # noqa: S608
+INSERT = f"INSERT OR IGNORE INTO calls ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"  # noqa: S608
 
 
 class HistoryUnavailable(Exception):
@@ -171,6 +179,8 @@ class HistoryStore:
         self._queued: list[tuple[Record, asyncio.Future[Future[None] | None]]] = []
         self._since_checkpoint = 0
         self._checkpoint: Future[Any] | None = None
+        self._uncounted = 0
+        """Records the writer thread committed since the hourly counts were last brought up to date."""
 
     # Writing
 
@@ -356,6 +366,9 @@ class HistoryStore:
                 self._report(None)  # said by a gateway that has ended; `history` told of its lost records
         failure = None if error is None else HistoryUnavailable(_reason(error, self.path.parent))
         if failure is None:
+            self._uncounted += len(records)
+            if conn is not None and self._uncounted >= CHECKPOINT_EVERY:
+                self._count_now(conn)
             self._recovered(len(records))
         else:
             self._failed(failure, records)
@@ -476,6 +489,15 @@ class HistoryStore:
             except OSError:
                 continue
 
+    def _count_now(self, conn: sqlite3.Connection) -> None:
+        """Bring the hourly counts `stats` reads up to date (a few ms for CHECKPOINT_EVERY calls)."""
+        self._uncounted = 0
+        try:
+            with _transaction(conn):
+                stats.count_new(conn)
+        except sqlite3.Error as exc:
+            log.warning("could not update the hourly call counts in %s: %s", self.path, exc)
+
     def _checkpoint_now(self, conn: sqlite3.Connection) -> None:
         """Copy the log into the database so that the next commit starts it over, cut back to WAL_LIMIT.
 
@@ -484,6 +506,7 @@ class HistoryStore:
         with it). The loop commits nothing meanwhile (see `_commit_now`); other gateways writing the
         same file are waited for.
         """
+        self._count_now(conn)
         try:
             conn.execute("PRAGMA wal_checkpoint(RESTART)")
         except sqlite3.Error as exc:
@@ -520,7 +543,9 @@ class HistoryStore:
 
     def _purge(self, conn: sqlite3.Connection) -> int:
         cutoff = iso(now() - timedelta(days=self.retention_days))
-        deleted = conn.execute("DELETE FROM calls WHERE time < ?", (cutoff,)).rowcount
+        with _transaction(conn):
+            deleted = stats.delete_before(conn, cutoff)
+        self._uncounted = 0
         if deleted:
             log.info("deleted %d call record(s) older than %g days from the history", deleted, self.retention_days)
         return deleted
@@ -576,6 +601,46 @@ class HistoryStore:
             found: int = conn.execute(f"SELECT count(*) FROM calls{where}", params).fetchone()[0]  # noqa: S608
         return found
 
+    def stats(
+        self, since: datetime, until: datetime, *, app: str | None = None, tool: str | None = None
+    ) -> stats.Stats:
+        """Usage statistics of the calls from `since` to `until` (see history/stats.py), on a connection of
+        its own: reading in WAL mode never holds up a write. Call it off the event loop."""
+        with self._reader() as conn:
+            if conn is None:
+                return stats.empty(since, until, app, tool)
+            return stats.gather(conn, since, until, app, tool)
+
+    def export(
+        self,
+        *,
+        app: str | None = None,
+        tool: str | None = None,
+        status: str | None = None,
+        caller: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Iterator[Record]:
+        """Every record matching the filters, in the order they were recorded, a batch at a time.
+
+        Each batch is a query of its own that goes on after the last row read (by `seq`), so memory stays the
+        same whatever the history's size, and no read stays open while a slow client downloads: an open read
+        would hold up the writer's checkpoints, and calls with them.
+        """
+        where, params = _where(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
+        where = f"{where} AND seq > ?" if where else " WHERE seq > ?"
+        sql = f"SELECT seq, {COLUMNS} FROM calls{where} ORDER BY seq LIMIT {EXPORT_BATCH}"  # noqa: S608
+        last = 0
+        while True:
+            with self._reader() as conn:
+                if conn is None:
+                    return
+                rows = conn.execute(sql, [*params, last]).fetchall()
+            yield from (_record(row[1:]) for row in rows)
+            if len(rows) < EXPORT_BATCH:
+                return
+            last = rows[-1][0]
+
     def get(self, call_id: str) -> Record | None:
         with self._reader() as conn:
             if conn is None:
@@ -619,6 +684,11 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         if version == 0:
             for statement in SCHEMA:
                 conn.execute(statement)
+            version = 1
+        for step in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[step]:
+                conn.execute(statement)
+        if version != SCHEMA_VERSION:
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
@@ -656,20 +726,28 @@ def _where(
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
 
-def _insert(conn: sqlite3.Connection, records: list[Record]) -> None:
-    """The records in one transaction, taking the write lock at once; rolled back on any failure."""
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction taking the lock at once, committed, or rolled back on any failure."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.executemany(INSERT, [_row(record) for record in records])
+        yield
         conn.execute("COMMIT")
     except BaseException:
-        if conn.in_transaction:  # SQLite has rolled back itself after some errors (SQLITE_FULL)
+        if conn.in_transaction:
             with suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
         raise
 
 
-def _row(record: Record) -> tuple[Any, ...]:
+def _insert(conn: sqlite3.Connection, records: list[Record]) -> None:
+    """The records in one transaction, taking the write lock at once; rolled back on any failure."""
+    with _transaction(conn):
+        conn.executemany(INSERT, [stored_row(record) for record in records])
+
+
+def stored_row(record: Record) -> tuple[Any, ...]:
+    """The record's values as the calls table keeps them, in the order of COLUMNS."""
     return (
         record.call_id,
         iso(record.time),
@@ -685,11 +763,28 @@ def _row(record: Record) -> tuple[Any, ...]:
         record.duration_ms,
         record.result,
         int(record.result_truncated),
+        record.consent,
     )
 
 
 def _record(row: tuple[Any, ...]) -> Record:
-    (call_id, at, caller, transport, app, tool, args, status, code, kind, detail, duration, result, truncated) = row
+    (
+        call_id,
+        at,
+        caller,
+        transport,
+        app,
+        tool,
+        args,
+        status,
+        code,
+        kind,
+        detail,
+        duration,
+        result,
+        truncated,
+        consent,
+    ) = row
     return Record(
         call_id=call_id,
         time=datetime.fromisoformat(at),
@@ -705,6 +800,7 @@ def _record(row: tuple[Any, ...]) -> Record:
         error_detail=detail,
         result=result,
         result_truncated=bool(truncated),
+        consent=consent,
     )
 
 

@@ -44,6 +44,8 @@ def build_ui(gateway: Gateway, access: Access, host: str, port: int, rescan: Res
             Route("/library/install", pages.install, methods=["POST"]),
             Route("/apps/{app_id:path}", pages.app),
             Route("/history", pages.history),
+            Route("/history/export", pages.export),
+            Route("/insights", pages.insights),
             Route("/history/{call_id}", pages.call),
             Route("/consent", pages.consent),
             Route("/consent/decide", pages.decide, methods=["POST"]),

@@ -10,16 +10,20 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from jinja2 import Environment
-from starlette.concurrency import run_in_threadpool
+from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 
 from aai_gateway.config import Settings, config_value, setting_fields, source_text
 from aai_gateway.consent import ANSWER_TITLES, Answer
 from aai_gateway.errors import AaiError
 from aai_gateway.history import STATUSES, HistoryUnavailable, parse_time
+from aai_gateway.history.export import FORMATS, MEDIA_TYPES, lines
+from aai_gateway.history.record import now
+from aai_gateway.history.stats import empty
 from aai_gateway.http_methods import IDEMPOTENT
 from aai_gateway.service import Gateway
+from aai_gateway.web.insights import RANGE_TITLES, choose, insights_context
 from aai_gateway.web.security import COOKIE, CSRF_FIELD, Access
 
 if TYPE_CHECKING:
@@ -209,19 +213,7 @@ class Pages:
         )
 
     async def history(self, request: Request) -> Response:
-        given = {k: request.query_params.get(k, "").strip() for k in FILTERS}
-        errors: list[str] = []
-        query: dict[str, Any] = {k: given[k] or None for k in ("app", "tool", "caller")}
-        if given["status"] and given["status"] not in STATUSES:
-            errors.append(f"status must be one of {', '.join(STATUSES)}")
-        else:
-            query["status"] = given["status"] or None
-        for key in ("since", "until"):
-            if given[key]:
-                try:
-                    query[key] = parse_time(given[key])
-                except (ValueError, OverflowError) as exc:
-                    errors.append(f"{key}: {exc}")
+        given, query, errors = _history_filters(request)
         page = _page_number(request.query_params.get("page", "1"))
         total = 0
         records = []
@@ -245,6 +237,49 @@ class Pages:
             pages=pages,
             previous=urlencode({**kept, "page": page - 1}) if page > 1 else None,
             next=urlencode({**kept, "page": page + 1}) if page < pages else None,
+            export_jsonl=urlencode({**kept, "format": "jsonl"}),
+            export_csv=urlencode({**kept, "format": "csv"}),
+        )
+
+    async def export(self, request: Request) -> Response:
+        """The calls the History page's filters choose, as a download streamed from the history a batch at a time."""
+        _, query, errors = _history_filters(request)
+        fmt = request.query_params.get("format", "jsonl")
+        if fmt not in FORMATS:
+            errors.append(f"format must be one of {', '.join(FORMATS)}")
+        if errors:
+            return PlainTextResponse("; ".join(errors), status_code=400)
+        store = self.gateway.history
+        try:  # an unreadable history is said now, before the download starts
+            await run_in_threadpool(lambda: store.query(limit=0))
+        except HistoryUnavailable as exc:
+            return PlainTextResponse(str(exc), status_code=503)
+        chunks = iterate_in_threadpool(lines(store.export(**query), fmt))
+        stamp = now().strftime("%Y%m%dT%H%M%SZ")
+        return StreamingResponse(
+            chunks,
+            media_type=MEDIA_TYPES[fmt],
+            headers={"content-disposition": f'attachment; filename="aai-history-{stamp}.{fmt}"'},
+        )
+
+    async def insights(self, request: Request) -> Response:
+        chosen, errors = choose(request.query_params, now())
+        unreadable = None
+        try:
+            found = await run_in_threadpool(
+                self.gateway.history.stats, chosen.since, chosen.until, app=chosen.app, tool=chosen.tool
+            )
+        except HistoryUnavailable as exc:
+            found, unreadable = empty(chosen.since, chosen.until, chosen.app, chosen.tool), str(exc)
+        return self.render(
+            request,
+            "insights.html",
+            400 if errors else 200,
+            chosen=chosen,
+            errors=errors,
+            unreadable=unreadable,
+            range_titles=RANGE_TITLES,
+            **insights_context(found),
         )
 
     async def call(self, request: Request) -> Response:
@@ -310,6 +345,24 @@ class Pages:
     async def rescan(self, request: Request) -> Response:
         changed = await self.rescan_apps()
         return await self.settings(request, changed)
+
+
+def _history_filters(request: Request) -> tuple[dict[str, str], dict[str, Any], list[str]]:
+    """The History page's filters as typed, as `HistoryStore.query` takes them, and what was wrong with them."""
+    given = {k: request.query_params.get(k, "").strip() for k in FILTERS}
+    errors: list[str] = []
+    query: dict[str, Any] = {k: given[k] or None for k in ("app", "tool", "caller")}
+    if given["status"] and given["status"] not in STATUSES:
+        errors.append(f"status must be one of {', '.join(STATUSES)}")
+    else:
+        query["status"] = given["status"] or None
+    for key in ("since", "until"):
+        if given[key]:
+            try:
+                query[key] = parse_time(given[key])
+            except (ValueError, OverflowError) as exc:
+                errors.append(f"{key}: {exc}")
+    return given, query, errors
 
 
 def _pretty(value: Any) -> str:
