@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -23,6 +23,7 @@ from dbus_fast.introspection import Node
 
 from aai_gateway import paths, session_bus, templates
 from aai_gateway.config import Settings
+from aai_gateway.descriptor import instances
 from aai_gateway.errors import (
     AaiError,
     AppNotRunning,
@@ -31,7 +32,7 @@ from aai_gateway.errors import (
     PermissionDenied,
     Timeout,
 )
-from aai_gateway.executors import envelope
+from aai_gateway.executors import dbus_instances, envelope
 from aai_gateway.executors.base import ToolCall
 from aai_gateway.executors.dbus_types import from_dbus, guess_signature, signature_types, to_dbus
 
@@ -112,6 +113,14 @@ class DbusExecutor:
         try:
             async with asyncio.timeout(call.timeout):
                 bus = await self._bus(target.bus)
+                picking = instances.of(call.binding) if instances.is_pattern(target.service) else None
+                if picking is not None:
+                    if instances.lists_instances(call.tool):
+                        found = await dbus_instances.running(bus, picking, target.path, details=True)
+                        return dbus_instances.listing(picking, found)
+                    service = await dbus_instances.pick(bus, picking, target.path, call.args, target.bus)
+                    target = replace(target, service=service)
+                    call = dbus_instances.without_argument(call, picking)
                 message = await self._message(bus, target, call)
                 body = await self._send(bus, message, target)
         except TimeoutError:
