@@ -250,6 +250,9 @@ class DbusExecutor:
         return self._nodes[key]
 
     async def _method_signature(self, bus: MessageBus, target: Target, call: ToolCall) -> str:
+        pinned = call.tool.options.get("signature")
+        if isinstance(pinned, str):
+            return pinned
         node = await self._node(bus, target)
         if node is None:
             return "".join(guess_signature(s) for s in _argument_schemas(call))
@@ -279,7 +282,13 @@ class DbusExecutor:
                 "(give the tool one parameter, or a `value` template)"
             )
         value = _render(template, _values(call))
-        signature = prop.signature if prop is not None else guess_signature({"type": _json_kind(value)})
+        pinned = call.tool.options.get("signature")
+        if isinstance(pinned, str):  # the app's introspection data is wrong (VLC 3 calls Shuffle a double)
+            signature = pinned
+        elif prop is not None:
+            signature = prop.signature
+        else:
+            signature = guess_signature({"type": _json_kind(value)})
         [sig] = signature_types(signature)
         return Variant(signature, to_dbus(value, sig, target.property or "value"))
 
