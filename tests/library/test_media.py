@@ -19,7 +19,7 @@ import pytest
 
 from tests.e2e.mcp_client import stdio_session
 from tests.library.apps import Exec, as_unprivileged, desktop_env, gateway_env, read_only_tools, started
-from tests.support import Bus, Mpv, silent_wav, wait_until
+from tests.support import Bus, Mpv, silent_wav, until, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -61,6 +61,27 @@ def tracks(shared: Path) -> list[Path]:
     for path in (folder, *found):
         path.chmod(0o755 if path.is_dir() else 0o644)
     return found
+
+
+def mpris_status(bus: Bus, player: str) -> str:
+    """A player's MPRIS PlaybackStatus, asked directly with dbus-send."""
+    reply = subprocess.run(
+        [
+            "dbus-send",
+            f"--bus={bus.address}",
+            "--print-reply",
+            f"--dest=org.mpris.MediaPlayer2.{player}",
+            "/org/mpris/MediaPlayer2",
+            "org.freedesktop.DBus.Properties.Get",
+            "string:org.mpris.MediaPlayer2.Player",
+            "string:PlaybackStatus",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=10,
+    ).stdout
+    return reply.split('"')[-2]
 
 
 class Vlc:
@@ -127,7 +148,8 @@ def audacious(media_bus: Bus, shared: Path) -> Iterator[Audacious]:
     home = shared / "audacious"
     config = home / ".config" / "audacious"
     config.mkdir(parents=True)
-    (config / "config").write_text("[audacious]\n\n[mpris2]\nenabled=TRUE\n")
+    # Volume in Audacious itself (no sound card here: its output waits, so a song keeps "playing"), MPRIS on.
+    (config / "config").write_text("[audacious]\nsoftware_volume_control=TRUE\n\n[mpris2]\nenabled=TRUE\n")
     env = desktop_env(media_bus, home)
     names = ["org.mpris.MediaPlayer2.audacious", "org.atheme.audacious"]
     with started(["audacious", "--headless"], env, shared / "audacious.log", media_bus, names):
@@ -155,6 +177,10 @@ async def test_picks_the_player_named_playing_or_only(
     async with stdio_session(gateway_env(media_bus, tmp_path / "home", APP), tmp_path / "stderr.log") as session:
         run = Exec(session, APP)
         assert "list_players" in await run.tools()
+        # An idle mpv-mpris 0.7.1 may say "Playing" (it reads mpv's pause flag before mpv is idle); paused it
+        # says "Paused" for sure.
+        mpv.command("set_property", "pause", True)
+        await until(lambda: mpris_status(media_bus, "mpv") == "Paused", 10, "mpv-mpris to say Paused")
         listed = await run("list_players")
         assert [p["player"] for p in listed] == list(PLAYERS)
         assert {p["player"]: p["identity"] for p in listed} == {
@@ -163,17 +189,17 @@ async def test_picks_the_player_named_playing_or_only(
             "vlc": "VLC media player",
         }
         assert listed[2]["service"] == "org.mpris.MediaPlayer2.vlc"  # not also its .instance<pid> name
-        assert {p["playbackStatus"] for p in listed} == {"Stopped"}, listed
+        assert [p["playbackStatus"] for p in listed] == ["Stopped", "Paused", "Stopped"], listed
 
         kind, detail = await run.error("playback_status")
         assert kind == "INVALID_PARAMS"
         assert "3 org.mpris.MediaPlayer2.* services are running" in detail
-        assert "vlc (VLC media player, Stopped)" in detail
+        assert "mpv (mpv, Paused), vlc (VLC media player, Stopped)" in detail
         assert "'player' argument" in detail
         kind, detail = await run.error("play", player="rhythmbox")
         assert kind == "APP_NOT_RUNNING"
         assert "no running org.mpris.MediaPlayer2.* service matches player 'rhythmbox'" in detail
-        assert "audacious (Audacious, Stopped), mpv (mpv, Stopped), vlc (VLC media player, Stopped)" in detail
+        assert "audacious (Audacious, Stopped), mpv (mpv, Paused), vlc (VLC media player, Stopped)" in detail
 
         assert await run("identity", player="VLC media player") == "VLC media player"  # by its label
         assert await run("identity", player="MPV") == "mpv"  # ignoring case
@@ -304,3 +330,67 @@ async def test_audacious(media_bus: Bus, audacious: Audacious, tracks: list[Path
         assert answers["player_state"]["CanGoNext"] is True
         await run("stop", player="audacious")
         wait_until(lambda: audacious.audtool("playback-status") == "stopped", 5, "Audacious to stop")
+
+
+async def test_audacious_playlist(media_bus: Bus, audacious: Audacious, tracks: list[Path], tmp_path: Path) -> None:
+    app = "org.atheme.audacious"
+    async with stdio_session(gateway_env(media_bus, tmp_path / "home", app), tmp_path / "stderr.log") as session:
+        run = Exec(session, app)
+        await run("clear_playlist")
+        wait_until(lambda: audacious.audtool("playlist-length") == "0", 5, "Audacious to clear its playlist")
+        await run("add_songs", uris=[t.as_uri() for t in tracks])
+        wait_until(lambda: audacious.audtool("playlist-length") == "2", 10, "Audacious to add both songs")
+        assert audacious.audtool("playlist-song-filename", "2") == str(tracks[1])
+        await run("jump_to", position=1)
+        wait_until(lambda: audacious.audtool("playlist-position") == "2", 5, "Audacious to jump to song 2")
+        await run("queue_song", position=0)
+        wait_until(lambda: audacious.audtool("playqueue-length") == "1", 5, "Audacious to queue song 1")
+        repeat = audacious.audtool("playlist-repeat-status")
+        await run("toggle_repeat")
+        wait_until(lambda: audacious.audtool("playlist-repeat-status") != repeat, 5, "Audacious to toggle repeat")
+        shuffle = audacious.audtool("playlist-shuffle-status")
+        await run("toggle_shuffle")
+        wait_until(lambda: audacious.audtool("playlist-shuffle-status") != shuffle, 5, "Audacious to toggle shuffle")
+        await run("set_volume", percent=40)
+        wait_until(lambda: audacious.audtool("get-volume") == "40", 5, "Audacious's volume to be 40 %")
+        await run("rename_playlist", name="Road trip")
+        wait_until(lambda: audacious.audtool("current-playlist-name") == "Road trip", 5, "the playlist's new name")
+
+        answers = {tool: await run(tool, position=1) if "song_" in tool else await run(tool) for tool in READ_ONLY}
+        assert set(READ_ONLY) == set(read_only_tools(app))
+        assert str(answers["version"]).startswith("4.")
+        assert answers["status"] == audacious.audtool("playback-status")
+        assert (answers["playlist_length"], answers["current_position"], answers["queue_length"]) == (2, 1, 1)
+        assert answers["song_file"] == tracks[1].as_uri()
+        assert answers["song_title"] == audacious.audtool("playlist-song", "2")
+        assert answers["song_length"] == 30
+        assert (answers["repeat"], answers["shuffle"]) == (repeat == "off", shuffle == "off")
+        assert answers["volume"] == [40, 40]
+        assert (answers["playlists"], answers["playlist_name"]) == (1, "Road trip")
+
+        await run("remove_song", position=0)
+        wait_until(lambda: audacious.audtool("playlist-length") == "1", 5, "Audacious to remove song 1")
+        await run("new_playlist")
+        wait_until(lambda: audacious.audtool("number-of-playlists") == "2", 5, "Audacious to make a playlist")
+        await run("play_songs", uris=[tracks[0].as_uri()])
+        wait_until(lambda: audacious.audtool("playlist-song-filename", "1") == str(tracks[0]), 5, "the new list")
+        wait_until(lambda: audacious.audtool("playback-status") == "playing", 10, "Audacious to play it")
+        await run("clear_playlist")
+        wait_until(lambda: audacious.audtool("playlist-length") == "0", 5, "Audacious to clear its playlist")
+
+
+READ_ONLY = [
+    "version",
+    "status",
+    "playlist_length",
+    "current_position",
+    "song_title",
+    "song_file",
+    "song_length",
+    "queue_length",
+    "repeat",
+    "shuffle",
+    "volume",
+    "playlists",
+    "playlist_name",
+]
