@@ -134,3 +134,43 @@ READ_ONLY_ARGS: dict[str, dict[str, object]] = {
     "network_status": {},
     "proxy_for": {"uri": "https://example.com"},
 }
+
+
+async def test_dunst_do_not_disturb_and_history(portal_bus: Bus, portal_env: dict[str, str], workdir: Path) -> None:
+    app = "org.dunstproject.dunst"
+
+    def count(which: str) -> int:
+        return int(run_tool(portal_env, "dunstctl", "count", which))
+
+    env = gateway_env(portal_bus, workdir / "dunst-gateway-home", app)
+    async with stdio_session(env, workdir / "dunst-stderr.log") as session:
+        run = Exec(session, app)
+        await run("close_all")
+        wait_until(lambda: count("displayed") == 0, 10, "dunst to close everything")
+        await run("set_do_not_disturb", on=True)
+        assert run_tool(portal_env, "dunstctl", "is-paused") == "true"
+        for summary in ("Disk almost full", "Meeting in 5 minutes"):
+            run_tool(portal_env, "dunstify", "--appname=tests", summary)
+        wait_until(lambda: count("waiting") == 2, 10, "dunst to hold both back")
+        assert count("displayed") == 0
+        assert await run("do_not_disturb") is True
+        assert await run("waiting_count") == 2
+        await run("set_do_not_disturb", on=False)
+        wait_until(lambda: count("displayed") == 2, 10, "dunst to show both")
+        await run("close_latest")
+        wait_until(lambda: count("displayed") == 1, 10, "dunst to close one")
+        await run("close_all")
+        wait_until(lambda: count("displayed") == 0, 10, "dunst to close the other")
+        history = await run("history")
+        assert {n["summary"] for n in history[:2]} == {"Disk almost full", "Meeting in 5 minutes"}
+        await run("show_last_from_history")
+        wait_until(lambda: count("displayed") == 1, 10, "dunst to show the last one again")
+        older = history[1]["id"]
+        await run("show_from_history", id=older)
+        wait_until(lambda: count("displayed") == 2, 10, "dunst to show the older one again")
+
+        answers = {tool: await run(tool) for tool in read_only_tools(app)}
+        assert answers["do_not_disturb"] is False
+        assert (answers["displayed_count"], answers["waiting_count"]) == (2, 0)
+        assert answers["history_count"] == count("history") == len(answers["history"])
+        await run("close_all")
