@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -81,13 +82,13 @@ def start_xvfb(number: int, log: Path) -> subprocess.Popen[bytes] | None:
     return proc
 
 
-@pytest.fixture
-def display(tmp_path: Path) -> Iterator[str]:
+@contextmanager
+def x_display(workdir: Path) -> Iterator[str]:
     """A private X display (`:N`) on the first display number nobody uses."""
     for number in DISPLAYS:
         if (X11_SOCKETS / f"X{number}").exists() or Path(f"/tmp/.X{number}-lock").exists():
             continue
-        proc = start_xvfb(number, tmp_path / f"xvfb-{number}.log")
+        proc = start_xvfb(number, workdir / f"xvfb-{number}.log")
         if proc is None:
             continue
         try:
@@ -96,6 +97,12 @@ def display(tmp_path: Path) -> Iterator[str]:
             stop(proc)
         return
     pytest.fail(f"no free X display in :{DISPLAYS.start}..:{DISPLAYS.stop - 1}")
+
+
+@pytest.fixture
+def display(tmp_path: Path) -> Iterator[str]:
+    with x_display(tmp_path) as name:
+        yield name
 
 
 @pytest.fixture

@@ -13,11 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
 from mcp import ClientSession
 
 from tests.e2e.mcp_client import error_of, text_of
-from tests.e2e.test_dunst import DISPLAYS, X11_SOCKETS, start_xvfb
 from tests.support import ROOT, Bus, install_descriptor, stop, wait_until
 
 LIBRARY = ROOT / "src" / "aai_gateway" / "library" / "apps"
@@ -64,23 +62,6 @@ class Exec:
 def read_only_tools(app_id: str) -> list[str]:
     doc = json.loads((LIBRARY / app_id / "aai.json").read_text())
     return [t["name"] for t in doc["tools"] if (t.get("annotations") or {}).get("readOnlyHint")]
-
-
-@contextmanager
-def x_display(workdir: Path) -> Iterator[str]:
-    """A private X display (`:N`) on the first display number nobody uses."""
-    for number in DISPLAYS:
-        if (X11_SOCKETS / f"X{number}").exists() or Path(f"/tmp/.X{number}-lock").exists():
-            continue
-        proc = start_xvfb(number, workdir / f"xvfb-{number}.log")
-        if proc is None:
-            continue
-        try:
-            yield f":{number}"
-        finally:
-            stop(proc)
-        return
-    pytest.fail(f"no free X display in :{DISPLAYS.start}..:{DISPLAYS.stop - 1}")
 
 
 def desktop_env(bus: Bus, home: Path, display: str | None = None, **extra: str) -> dict[str, str]:

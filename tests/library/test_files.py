@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.mcp_client import stdio_session
-from tests.library.apps import Exec, desktop_env, gateway_env, read_only_tools, started, x_display
+from tests.e2e.test_dunst import x_display
+from tests.library.apps import Exec, desktop_env, gateway_env, read_only_tools, started
 from tests.support import Bus, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -25,43 +26,24 @@ EVINCE = "org.gnome.evince"
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("files")
-
-
-@pytest.fixture(scope="module")
-def files_bus(workdir: Path) -> Iterator[Bus]:
-    bus = Bus(workdir / "bus")
-    try:
-        yield bus
-    finally:
-        bus.stop()
-
-
-@pytest.fixture(scope="module")
 def display(workdir: Path) -> Iterator[str]:
     with x_display(workdir) as name:
         yield name
 
 
 @pytest.fixture(scope="module")
-def thunar(files_bus: Bus, display: str, workdir: Path) -> Iterator[None]:
-    env = desktop_env(files_bus, workdir / "thunar-home", display)
+def thunar(library_bus: Bus, display: str, workdir: Path) -> Iterator[None]:
+    env = desktop_env(library_bus, workdir / "thunar-home", display)
     names = ["org.xfce.FileManager", "org.freedesktop.FileManager1"]
-    with started(["thunar", "--daemon"], env, workdir / "thunar.log", files_bus, names):
+    with started(["thunar", "--daemon"], env, workdir / "thunar.log", library_bus, names):
         yield
 
 
 @pytest.fixture(scope="module")
-def evince(files_bus: Bus, display: str, workdir: Path) -> Iterator[None]:
-    env = desktop_env(files_bus, workdir / "evince-home", display)
+def evince(library_bus: Bus, display: str, workdir: Path) -> Iterator[None]:
+    env = desktop_env(library_bus, workdir / "evince-home", display)
     daemon = "/usr/libexec/evinced"
-    with started([daemon], env, workdir / "evinced.log", files_bus, ["org.gnome.evince.Daemon"]):
+    with started([daemon], env, workdir / "evinced.log", library_bus, ["org.gnome.evince.Daemon"]):
         yield
 
 
@@ -114,12 +96,12 @@ def pdf(path: Path, title: str, pages: int) -> Path:
 
 
 async def test_filemanager1_shows_folders_items_and_properties(
-    files_bus: Bus, display: str, thunar: None, workdir: Path
+    library_bus: Bus, display: str, thunar: None, workdir: Path
 ) -> None:
     downloads, photos = tree(workdir / "fm1", "Downloads", "Photos")
     report = downloads / "report.txt"
     report.write_text("numbers\n")
-    env = gateway_env(files_bus, workdir / "fm1-home", FILEMANAGER1)
+    env = gateway_env(library_bus, workdir / "fm1-home", FILEMANAGER1)
     async with stdio_session(env, workdir / "fm1-stderr.log") as session:
         run = Exec(session, FILEMANAGER1)
         assert await run.tools() == ["show_folders", "show_items", "show_item_properties"]
@@ -133,13 +115,13 @@ async def test_filemanager1_shows_folders_items_and_properties(
 
 
 async def test_thunar_copies_moves_links_and_opens_dialogs(
-    files_bus: Bus, display: str, thunar: None, workdir: Path
+    library_bus: Bus, display: str, thunar: None, workdir: Path
 ) -> None:
     music, backup, archive, albums = tree(workdir / "thunar", "Music", "Backup", "Archive", "Albums")
     songs = [music / "one.ogg", music / "two.ogg"]
     for song in songs:
         song.write_bytes(b"OggS" + song.name.encode())
-    env = gateway_env(files_bus, workdir / "thunar-gateway-home", THUNAR)
+    env = gateway_env(library_bus, workdir / "thunar-gateway-home", THUNAR)
     async with stdio_session(env, workdir / "thunar-stderr.log") as session:
         run = Exec(session, THUNAR)
         await run("copy_into", sources=[str(s) for s in songs], folder=str(backup))
@@ -170,9 +152,9 @@ async def test_thunar_copies_moves_links_and_opens_dialogs(
         assert read_only_tools(THUNAR) == []
 
 
-async def test_evince_opens_and_finds_a_document(files_bus: Bus, display: str, evince: None, workdir: Path) -> None:
+async def test_evince_opens_and_finds_a_document(library_bus: Bus, display: str, evince: None, workdir: Path) -> None:
     document = pdf(workdir / "report.pdf", "Quarterly report", 3)
-    env = gateway_env(files_bus, workdir / "evince-gateway-home", EVINCE)
+    env = gateway_env(library_bus, workdir / "evince-gateway-home", EVINCE)
     async with stdio_session(env, workdir / "evince-stderr.log") as session:
         run = Exec(session, EVINCE)
         assert read_only_tools(EVINCE) == ["find_document"]
@@ -180,7 +162,7 @@ async def test_evince_opens_and_finds_a_document(files_bus: Bus, display: str, e
         viewer = await run("open_document", uri=document.as_uri())
         assert viewer.startswith(":")
         window(display, "report.pdf — Quarterly report")
-        assert files_bus.has_owner(viewer)
+        assert library_bus.has_owner(viewer)
         assert await run("find_document", uri=document.as_uri()) == viewer
         assert await run("open_document", uri=document.as_uri()) == viewer  # the same window, not a second one
         assert titles(display).count("report.pdf — Quarterly report") == 1

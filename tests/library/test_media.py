@@ -28,12 +28,7 @@ PLAYERS = ("audacious", "mpv", "vlc")
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def shared() -> Iterator[Path]:
+def workdir() -> Iterator[Path]:
     """A directory other users can reach: VLC runs as nobody when the tests run as root."""
     path = Path(tempfile.mkdtemp(prefix="aai-media-"))
     path.chmod(0o755)
@@ -44,18 +39,8 @@ def shared() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def media_bus(shared: Path) -> Iterator[Bus]:
-    bus = Bus(shared / "bus", any_user=True)
-    (shared / "bus").chmod(0o755)
-    try:
-        yield bus
-    finally:
-        bus.stop()
-
-
-@pytest.fixture(scope="module")
-def tracks(shared: Path) -> list[Path]:
-    folder = shared / "music"
+def tracks(workdir: Path) -> list[Path]:
+    folder = workdir / "music"
     folder.mkdir()
     found = [silent_wav(folder / f"track{i}.wav") for i in (1, 2)]
     for path in (folder, *found):
@@ -122,14 +107,14 @@ class Vlc:
 
 
 @pytest.fixture(scope="module")
-def vlc(media_bus: Bus, shared: Path) -> Iterator[Vlc]:
-    home = shared / "vlc"
+def vlc(library_bus: Bus, workdir: Path) -> Iterator[Vlc]:
+    home = workdir / "vlc"
     home.mkdir()
-    env = desktop_env(media_bus, home)
+    env = desktop_env(library_bus, home)
     sock = home / "rc.sock"
     argv = ["cvlc", "--intf", "dummy", "--extraintf", "oldrc", f"--rc-unix={sock}", "--rc-fake-tty"]
     argv += ["--control", "dbus", "--no-video", "--aout", "dummy", "--no-media-library"]
-    with started(as_unprivileged(argv, home), env, shared / "vlc.log", media_bus, ["org.mpris.MediaPlayer2.vlc"]):
+    with started(as_unprivileged(argv, home), env, workdir / "vlc.log", library_bus, ["org.mpris.MediaPlayer2.vlc"]):
         wait_until(sock.exists, 10, "VLC's rc socket")
         yield Vlc(sock)
 
@@ -144,21 +129,21 @@ class Audacious:
 
 
 @pytest.fixture(scope="module")
-def audacious(media_bus: Bus, shared: Path) -> Iterator[Audacious]:
-    home = shared / "audacious"
+def audacious(library_bus: Bus, workdir: Path) -> Iterator[Audacious]:
+    home = workdir / "audacious"
     config = home / ".config" / "audacious"
     config.mkdir(parents=True)
     # Volume in Audacious itself (no sound card here: its output waits, so a song keeps "playing"), MPRIS on.
     (config / "config").write_text("[audacious]\nsoftware_volume_control=TRUE\n\n[mpris2]\nenabled=TRUE\n")
-    env = desktop_env(media_bus, home)
+    env = desktop_env(library_bus, home)
     names = ["org.mpris.MediaPlayer2.audacious", "org.atheme.audacious"]
-    with started(["audacious", "--headless"], env, shared / "audacious.log", media_bus, names):
+    with started(["audacious", "--headless"], env, workdir / "audacious.log", library_bus, names):
         yield Audacious(env)
 
 
 @pytest.fixture(scope="module")
-def mpv(media_bus: Bus, shared: Path) -> Iterator[Mpv]:
-    player = Mpv(media_bus, shared)
+def mpv(library_bus: Bus, workdir: Path) -> Iterator[Mpv]:
+    player = Mpv(library_bus, workdir)
     try:
         yield player
     finally:
@@ -171,16 +156,16 @@ def players(mpv: Mpv, vlc: Vlc, audacious: Audacious) -> tuple[Mpv, Vlc, Audacio
 
 
 async def test_picks_the_player_named_playing_or_only(
-    media_bus: Bus, players: tuple[Mpv, Vlc, Audacious], tracks: list[Path], tmp_path: Path
+    library_bus: Bus, players: tuple[Mpv, Vlc, Audacious], tracks: list[Path], tmp_path: Path
 ) -> None:
     mpv, vlc, _ = players
-    async with stdio_session(gateway_env(media_bus, tmp_path / "home", APP), tmp_path / "stderr.log") as session:
+    async with stdio_session(gateway_env(library_bus, tmp_path / "home", APP), tmp_path / "stderr.log") as session:
         run = Exec(session, APP)
         assert "list_players" in await run.tools()
         # An idle mpv-mpris 0.7.1 may say "Playing" (it reads mpv's pause flag before mpv is idle); paused it
         # says "Paused" for sure.
         mpv.command("set_property", "pause", True)
-        await until(lambda: mpris_status(media_bus, "mpv") == "Paused", 10, "mpv-mpris to say Paused")
+        await until(lambda: mpris_status(library_bus, "mpv") == "Paused", 10, "mpv-mpris to say Paused")
         listed = await run("list_players")
         assert [p["player"] for p in listed] == list(PLAYERS)
         assert {p["player"]: p["identity"] for p in listed} == {
@@ -206,7 +191,7 @@ async def test_picks_the_player_named_playing_or_only(
         names = subprocess.run(
             [
                 "dbus-send",
-                f"--bus={media_bus.address}",
+                f"--bus={library_bus.address}",
                 "--print-reply",
                 "--dest=org.freedesktop.DBus",
                 "/org/freedesktop/DBus",
@@ -231,8 +216,8 @@ async def test_picks_the_player_named_playing_or_only(
         wait_until(lambda: vlc.state() == "stop", 5, "VLC to stop")
 
 
-async def test_mpv(media_bus: Bus, mpv: Mpv, tracks: list[Path], tmp_path: Path) -> None:
-    async with stdio_session(gateway_env(media_bus, tmp_path / "home", APP), tmp_path / "stderr.log") as session:
+async def test_mpv(library_bus: Bus, mpv: Mpv, tracks: list[Path], tmp_path: Path) -> None:
+    async with stdio_session(gateway_env(library_bus, tmp_path / "home", APP), tmp_path / "stderr.log") as session:
         run = Exec(session, APP)
         await run("open_uri", player="mpv", uri=tracks[0].as_uri())
         wait_until(lambda: mpv.property("path") == str(tracks[0]), 10, "mpv to load the track")
@@ -269,8 +254,8 @@ async def test_mpv(media_bus: Bus, mpv: Mpv, tracks: list[Path], tmp_path: Path)
         wait_until(lambda: mpv.property("idle-active") is True, 5, "mpv to stop")
 
 
-async def test_vlc(media_bus: Bus, vlc: Vlc, tracks: list[Path], tmp_path: Path) -> None:
-    async with stdio_session(gateway_env(media_bus, tmp_path / "home", APP), tmp_path / "stderr.log") as session:
+async def test_vlc(library_bus: Bus, vlc: Vlc, tracks: list[Path], tmp_path: Path) -> None:
+    async with stdio_session(gateway_env(library_bus, tmp_path / "home", APP), tmp_path / "stderr.log") as session:
         run = Exec(session, APP)
         await run("open_uri", player="vlc", uri=tracks[1].as_uri())
         wait_until(lambda: vlc.command("get_title") == "track2.wav", 10, "VLC to open the track")
@@ -297,11 +282,11 @@ async def test_vlc(media_bus: Bus, vlc: Vlc, tracks: list[Path], tmp_path: Path)
         wait_until(lambda: vlc.state() == "stop", 5, "VLC to stop")
 
 
-async def test_audacious(media_bus: Bus, audacious: Audacious, tracks: list[Path], tmp_path: Path) -> None:
+async def test_audacious(library_bus: Bus, audacious: Audacious, tracks: list[Path], tmp_path: Path) -> None:
     for track in tracks:
         audacious.audtool("playlist-addurl", track.as_uri())
     wait_until(lambda: audacious.audtool("playlist-length") == "2", 10, "Audacious to list both tracks")
-    async with stdio_session(gateway_env(media_bus, tmp_path / "home", APP), tmp_path / "stderr.log") as session:
+    async with stdio_session(gateway_env(library_bus, tmp_path / "home", APP), tmp_path / "stderr.log") as session:
         run = Exec(session, APP)
         await run("play", player="audacious")
         wait_until(lambda: audacious.audtool("playback-status") == "playing", 10, "Audacious to play")
@@ -332,9 +317,9 @@ async def test_audacious(media_bus: Bus, audacious: Audacious, tracks: list[Path
         wait_until(lambda: audacious.audtool("playback-status") == "stopped", 5, "Audacious to stop")
 
 
-async def test_audacious_playlist(media_bus: Bus, audacious: Audacious, tracks: list[Path], tmp_path: Path) -> None:
+async def test_audacious_playlist(library_bus: Bus, audacious: Audacious, tracks: list[Path], tmp_path: Path) -> None:
     app = "org.atheme.audacious"
-    async with stdio_session(gateway_env(media_bus, tmp_path / "home", app), tmp_path / "stderr.log") as session:
+    async with stdio_session(gateway_env(library_bus, tmp_path / "home", app), tmp_path / "stderr.log") as session:
         run = Exec(session, app)
         await run("clear_playlist")
         wait_until(lambda: audacious.audtool("playlist-length") == "0", 5, "Audacious to clear its playlist")

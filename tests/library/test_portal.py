@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.mcp_client import stdio_session
-from tests.library.apps import Exec, desktop_env, gateway_env, read_only_tools, started, x_display
+from tests.e2e.test_dunst import x_display
+from tests.library.apps import Exec, desktop_env, gateway_env, read_only_tools, started
 from tests.support import Bus, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -31,30 +32,11 @@ NoDisplay=true
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("portal")
-
-
-@pytest.fixture(scope="module")
-def portal_bus(workdir: Path) -> Iterator[Bus]:
-    bus = Bus(workdir / "bus")
-    try:
-        yield bus
-    finally:
-        bus.stop()
-
-
-@pytest.fixture(scope="module")
-def portal_env(portal_bus: Bus, workdir: Path) -> Iterator[dict[str, str]]:
+def portal_env(library_bus: Bus, workdir: Path) -> Iterator[dict[str, str]]:
     """The portal, its GTK backend and dunst running; their environment (gsettings in memory, a https handler)."""
     with x_display(workdir) as display, ExitStack() as running:
         home = workdir / "home"
-        env = desktop_env(portal_bus, home, display, XDG_CURRENT_DESKTOP="GNOME", GSETTINGS_BACKEND="memory")
+        env = desktop_env(library_bus, home, display, XDG_CURRENT_DESKTOP="GNOME", GSETTINGS_BACKEND="memory")
         applications = home / ".local" / "share" / "applications"
         applications.mkdir(parents=True)
         (applications / "url-recorder.desktop").write_text(HANDLER.format(record=workdir / "opened.txt"))
@@ -66,16 +48,16 @@ def portal_env(portal_bus: Bus, workdir: Path) -> Iterator[dict[str, str]]:
         notifications = ["org.freedesktop.Notifications"]
         running.enter_context(
             started(
-                ["dunst", "-config", str(workdir / "dunstrc")], env, workdir / "dunst.log", portal_bus, notifications
+                ["dunst", "-config", str(workdir / "dunstrc")], env, workdir / "dunst.log", library_bus, notifications
             )
         )
         gtk = ["org.freedesktop.impl.portal.desktop.gtk"]
         running.enter_context(
-            started(["/usr/libexec/xdg-desktop-portal-gtk"], env, workdir / "gtk.log", portal_bus, gtk)
+            started(["/usr/libexec/xdg-desktop-portal-gtk"], env, workdir / "gtk.log", library_bus, gtk)
         )
         desktop = ["org.freedesktop.portal.Desktop"]
         running.enter_context(
-            started(["/usr/libexec/xdg-desktop-portal"], env, workdir / "portal.log", portal_bus, desktop)
+            started(["/usr/libexec/xdg-desktop-portal"], env, workdir / "portal.log", library_bus, desktop)
         )
         yield env
 
@@ -85,9 +67,9 @@ def run_tool(env: dict[str, str], *argv: str) -> str:
 
 
 async def test_portal_settings_uri_and_notifications(
-    portal_bus: Bus, portal_env: dict[str, str], workdir: Path
+    library_bus: Bus, portal_env: dict[str, str], workdir: Path
 ) -> None:
-    env = gateway_env(portal_bus, workdir / "gateway-home", APP)
+    env = gateway_env(library_bus, workdir / "gateway-home", APP)
     async with stdio_session(env, workdir / "stderr.log") as session:
         run = Exec(session, APP)
         gsettings = run_tool(portal_env, "gsettings", "get", "org.gnome.desktop.interface", "color-scheme")
@@ -136,13 +118,13 @@ READ_ONLY_ARGS: dict[str, dict[str, object]] = {
 }
 
 
-async def test_dunst_do_not_disturb_and_history(portal_bus: Bus, portal_env: dict[str, str], workdir: Path) -> None:
+async def test_dunst_do_not_disturb_and_history(library_bus: Bus, portal_env: dict[str, str], workdir: Path) -> None:
     app = "org.dunstproject.dunst"
 
     def count(which: str) -> int:
         return int(run_tool(portal_env, "dunstctl", "count", which))
 
-    env = gateway_env(portal_bus, workdir / "dunst-gateway-home", app)
+    env = gateway_env(library_bus, workdir / "dunst-gateway-home", app)
     async with stdio_session(env, workdir / "dunst-stderr.log") as session:
         run = Exec(session, app)
         await run("close_all")

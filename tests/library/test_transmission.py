@@ -27,11 +27,6 @@ APP = "com.transmissionbt.transmission"
 PIECE = 16384
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -74,11 +69,6 @@ class Rpc:
     def torrents(self, *fields: str) -> list[dict[str, Any]]:
         listed: list[dict[str, Any]] = self("torrent-get", fields=["id", *fields])["torrents"]
         return listed
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("transmission")
 
 
 @pytest.fixture(scope="module")
