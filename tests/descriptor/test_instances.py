@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from aai_gateway.authoring.dbus_services import described_by, describing
 from aai_gateway.descriptor import instances
 from aai_gateway.descriptor.validate import check_document
 from tests.support import EXAMPLES, ROOT
@@ -139,3 +140,13 @@ def test_the_argument_is_a_name() -> None:
     doc = camel()
     doc["execution"]["instance"]["prefer"].pop("value")
     assert errors(doc)[0][0] == "/execution/instance/prefer"
+
+
+def test_discover_names_the_pattern_entry_for_each_matching_player() -> None:
+    loaded = check_document(camel(), "aai.json")
+    assert loaded.descriptor is not None
+    owners = described_by([loaded.descriptor])
+    assert owners == {"org.mpris.MediaPlayer2.*": ("org.mpris.mediaplayer2",)}
+    assert describing(owners, "org.mpris.MediaPlayer2.vlc") == ("org.mpris.mediaplayer2",)
+    assert describing(owners, "org.mpris.MediaPlayer2.") == ()
+    assert describing(owners, "org.mpris.MediaPlayer3.vlc") == ()
