@@ -379,3 +379,14 @@ READ_ONLY = [
     "playlists",
     "playlist_name",
 ]
+
+
+async def test_no_player_running(bus: Bus, tmp_path: Path) -> None:
+    async with stdio_session(gateway_env(bus, tmp_path / "home", APP), tmp_path / "stderr.log") as session:
+        run = Exec(session, APP)
+        assert await run("list_players") == []
+        kind, detail = await run.error("play")
+        assert (kind, detail) == (
+            "APP_NOT_RUNNING",
+            "no org.mpris.MediaPlayer2.* service is running on the session bus; start one (such as a media player)",
+        )
