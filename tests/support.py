@@ -102,10 +102,17 @@ class Bus:
     """A private `dbus-daemon --session`; `service_dirs` enables activation of installed services."""
 
     def __init__(
-        self, workdir: Path, service_dirs: Sequence[Path] = (), *, fixed_socket: bool = False, kind: str = "session"
+        self,
+        workdir: Path,
+        service_dirs: Sequence[Path] = (),
+        *,
+        fixed_socket: bool = False,
+        kind: str = "session",
+        any_user: bool = False,
     ) -> None:
         """`fixed_socket` listens on `workdir/bus` so that a restarted bus has the same address;
-        `kind` "system" makes a bus of the system type (reached through DBUS_SYSTEM_BUS_ADDRESS)."""
+        `kind` "system" makes a bus of the system type (reached through DBUS_SYSTEM_BUS_ADDRESS);
+        `any_user` lets processes of other users connect (an app that refuses to run as root)."""
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
         config = workdir / "session.conf"
@@ -113,7 +120,7 @@ class Bus:
         text = BUS_CONFIG.format(socket_dir=workdir, service_dirs=dirs).replace(
             "<type>session</type>", f"<type>{kind}</type>"
         )
-        if kind == "system":  # a system bus takes connections from every user (daemons drop to their own)
+        if kind == "system" or any_user:  # a system bus takes connections from every user (daemons drop to their own)
             text = text.replace('<allow own="*"/>', '<allow own="*"/>\n    <allow user="*"/>')
         if fixed_socket:
             (workdir / "bus").unlink(missing_ok=True)

@@ -31,7 +31,7 @@ from dbus_fast.validators import is_bus_name_valid, is_object_path_valid
 
 from aai_gateway.authoring.generate import is_standard
 from aai_gateway.config import Settings
-from aai_gateway.descriptor import Descriptor
+from aai_gateway.descriptor import Descriptor, instances
 from aai_gateway.errors import AppNotRunning, AutomationFailed, InvalidParams, Timeout
 from aai_gateway.executors.dbus_names import ask_bus, connect
 
@@ -154,6 +154,15 @@ def described_by(apps: Iterable[Descriptor]) -> dict[str, tuple[str, ...]]:
     return {name: tuple(ids) for name, ids in found.items()}
 
 
+def describing(owners: Mapping[str, tuple[str, ...]], name: str) -> tuple[str, ...]:
+    """The apps `described_by` found for bus name `name`: by that name, or by a service pattern matching it."""
+    found = list(owners.get(name, ()))
+    for service, ids in owners.items():
+        if instances.is_pattern(service) and name.startswith(service[:-1]) and len(name) > len(service) - 1:
+            found.extend(ids)
+    return tuple(dict.fromkeys(found))
+
+
 async def _call_bus(bus: MessageBus, member: str, signature: str = "", body: Iterable[Any] = ()) -> list[Any]:
     async with asyncio.timeout(CALL_TIMEOUT):
         return await ask_bus(bus, member, signature, body)
@@ -251,7 +260,7 @@ async def list_services(
         bus.disconnect()
     owners = described_by(apps)
     return [
-        Service(name, name in names, name in startable, found, owners.get(name, ()))
+        Service(name, name in names, name in startable, found, describing(owners, name))
         for name, found in zip(ordered, trees, strict=True)
     ]
 

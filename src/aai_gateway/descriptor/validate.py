@@ -20,6 +20,7 @@ from typing import Any
 from jsonschema import Draft7Validator, SchemaError
 
 from aai_gateway import __version__, problems
+from aai_gateway.descriptor import instances
 from aai_gateway.descriptor.formats import detect, normalise
 from aai_gateway.descriptor.model import Descriptor, Shape
 from aai_gateway.descriptor.tool_checks import dbus_problems, placeholder_problems, ref_problems
@@ -65,7 +66,13 @@ def rules_fingerprint() -> str:
     schemas = files("aai_gateway.descriptor").joinpath("schemas")
     for shape in ("multi", "single", "camel"):
         digest.update(schemas.joinpath(f"aai-{shape}.schema.json").read_bytes())
-    for module in (__file__, problems.__file__, inspect.getfile(unknown_keys), inspect.getfile(ref_problems)):
+    for module in (
+        __file__,
+        problems.__file__,
+        inspect.getfile(unknown_keys),
+        inspect.getfile(ref_problems),
+        instances.__file__,
+    ):
         digest.update(Path(module).read_bytes())
     return digest.hexdigest()
 
@@ -268,6 +275,7 @@ def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> lis
                         "a tool cannot be both read-only and destructive; drop one of readOnlyHint, destructiveHint",
                     )
                 )
+    problems.extend(instances.problems(doc, shape, source))
     name = doc["name"] if shape == "multi" else doc["app"]["name"]
     if isinstance(name, str) and not name.replace("|", "").strip():
         at = ["name"] if shape == "multi" else ["app", "name"]

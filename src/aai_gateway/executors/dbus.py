@@ -14,7 +14,7 @@ import json
 import logging
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -25,6 +25,7 @@ from dbus_fast.validators import is_object_path_valid
 
 from aai_gateway import paths, session_bus, templates
 from aai_gateway.config import Settings
+from aai_gateway.descriptor import instances
 from aai_gateway.errors import (
     AaiError,
     AppNotRunning,
@@ -33,7 +34,7 @@ from aai_gateway.errors import (
     PermissionDenied,
     Timeout,
 )
-from aai_gateway.executors import envelope
+from aai_gateway.executors import dbus_instances, envelope
 from aai_gateway.executors.base import ToolCall
 from aai_gateway.executors.dbus_types import from_dbus, guess_signature, signature_types, to_dbus
 
@@ -131,6 +132,14 @@ class DbusExecutor:
         try:
             async with asyncio.timeout(call.timeout):
                 bus = await self._bus(target.bus)
+                picking = instances.of(call.binding) if instances.is_pattern(target.service) else None
+                if picking is not None:
+                    if instances.lists_instances(call.tool):
+                        found = await dbus_instances.running(bus, picking, target.path, details=True)
+                        return dbus_instances.listing(picking, found)
+                    service = await dbus_instances.pick(bus, picking, target.path, call.args, target.bus)
+                    target = replace(target, service=service)
+                    call = dbus_instances.without_argument(call, picking)
                 message = await self._message(bus, target, call)
                 body = await self._send(bus, message, target)
         except TimeoutError:
@@ -261,6 +270,9 @@ class DbusExecutor:
         return self._nodes[key]
 
     async def _method_signature(self, bus: MessageBus, target: Target, call: ToolCall) -> str:
+        pinned = call.tool.options.get("signature")
+        if isinstance(pinned, str):
+            return pinned
         node = await self._node(bus, target)
         if node is None:
             return "".join(guess_signature(s) for s in _argument_schemas(call))
@@ -290,7 +302,13 @@ class DbusExecutor:
                 "(give the tool one parameter, or a `value` template)"
             )
         value = _render(template, _values(call))
-        signature = prop.signature if prop is not None else guess_signature({"type": _json_kind(value)})
+        pinned = call.tool.options.get("signature")
+        if isinstance(pinned, str):  # the app's introspection data is wrong (VLC 3 calls Shuffle a double)
+            signature = pinned
+        elif prop is not None:
+            signature = prop.signature
+        else:
+            signature = guess_signature({"type": _json_kind(value)})
         [sig] = signature_types(signature)
         return Variant(signature, to_dbus(value, sig, target.property or "value"))
 

@@ -5,9 +5,11 @@ touches the network, its destination resolved and checked (`http_guard`), and se
 retries included, keeps within the tool's timeout. Redirects are followed only within the API's own
 origin and base path; 429 and 503 with Retry-After are retried only for idempotent methods and only
 when the wait fits in the time left; nothing is sent again after a timeout. A 401 under OAuth 2
-refreshes the token once. Responses are read up to `web.maxResponseBytes`. Secrets never reach a
-result, an error or a log line: the query string (which may carry a key) is never quoted, and every
-credential is redacted from what comes back.
+refreshes the token once. An API that hands out a session header on a 409 answer and wants it back on
+every request (the binding's `session_header`, such as Transmission's X-Transmission-Session-Id, a
+guard against cross-site requests) gets it, and the request is sent once more. Responses are read up
+to `web.maxResponseBytes`. Secrets never reach a result, an error or a log line: the query string
+(which may carry a key) is never quoted, and every credential is redacted from what comes back.
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ class HttpExecutor:
         self._settings = settings
         self._environ = paths.environ() if environ is None else environ
         self._client: httpx2.AsyncClient | None = None
+        self._sessions: dict[tuple[str, str], str] = {}
+        """(origin, header name) → the session header's value the API handed out last."""
         for name in ("httpx2", "httpcore2"):
             logging.getLogger(name).setLevel(logging.WARNING)
 
@@ -125,7 +129,8 @@ class HttpExecutor:
     async def _exchange(self, ex: Exchange) -> Reply:
         attempt = Attempt(ex.request.method, httpx2.URL(ex.request.url), ex.request.content)
         _check_target(attempt.url, ex.request.base)
-        refreshed, retries, hops = False, 0, 0
+        refreshed, renewed, retries, hops = False, False, 0, 0
+        session_header = ex.call.binding.options.get("session_header")
         loop = asyncio.get_running_loop()
         while True:
             reply = await self._send(ex, attempt)
@@ -135,6 +140,12 @@ class HttpExecutor:
                 if hops > MAX_REDIRECTS:
                     raise ApiRequestFailed(f"{ex.request} was redirected more than {MAX_REDIRECTS} times")
                 continue
+            if reply.status == 409 and isinstance(session_header, str) and not renewed:
+                handed = reply.headers.get(session_header)
+                if handed:
+                    renewed = True
+                    self._sessions[(ex.request.base.origin, session_header)] = handed
+                    continue
             if reply.status == 401 and ex.spec.kind == "oauth2" and not refreshed:
                 refreshed = True
                 await self._authenticate(ex, force=True)
@@ -181,6 +192,10 @@ class HttpExecutor:
 
     async def _send(self, ex: Exchange, attempt: Attempt) -> Reply:
         headers = [(k.encode("ascii"), v.encode("utf-8")) for k, v in ex.request.headers]
+        session_header = ex.call.binding.options.get("session_header")
+        session = self._sessions.get((ex.request.base.origin, str(session_header)))
+        if isinstance(session_header, str) and session is not None:
+            headers.append((session_header.encode("ascii"), session.encode("utf-8")))
         url = attempt.url
         cred = ex.credential
         if cred is not None and cred.placement == "header":

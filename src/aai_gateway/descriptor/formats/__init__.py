@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from aai_gateway.descriptor import instances
 from aai_gateway.descriptor.formats import camel, multi, single
 from aai_gateway.descriptor.model import Descriptor, Shape
 
@@ -33,4 +34,4 @@ def detect(doc: Mapping[str, Any]) -> Shape | None:
 
 def normalise(doc: Mapping[str, Any], shape: Shape, source: str = "") -> Descriptor:
     """Turn a document already valid against its shape's schema into the model."""
-    return NORMALISERS[shape](doc, source)
+    return instances.with_argument(NORMALISERS[shape](doc, source))
