@@ -248,24 +248,26 @@ async def test_generated_mpv_descriptor_drives_mpv(bus: Bus, mpv: Mpv, tmp_path:
     linux = doc["platforms"]["linux"]
     assert (linux["object"], linux["interface"]) == ("/org/mpris/MediaPlayer2", "org.mpris.MediaPlayer2.Player")
     tools = {t["name"]: t for t in linux["tools"]}
+    # The library's MPRIS entry names the tools it knows (`identity`, not the mechanical `get_identity`).
+    assert {"identity", "playback_status", "volume"} <= set(tools)
     assert tools["quit"]["interface"] == "org.mpris.MediaPlayer2"
     assert tools["seek"]["parameters"]["properties"]["offset"]["type"] == "integer"
     assert tools["set_position"]["parameters"]["required"] == ["track_id", "offset"]
     track = silent_wav(tmp_path / "silence.wav")
     async with stdio_session(env, tmp_path / "stderr.log") as session:
-        assert await run(session, app, "get_identity") == "mpv"
+        assert await run(session, app, "identity") == "mpv"
         await run(session, app, "open_uri", {"uri": track.as_uri()})
         wait_until(lambda: mpv.property("path") == str(track), 10, "mpv to load the track")
         wait_until(lambda: mpv.property("time-pos") is not None, 10, "mpv to start the track")
         # mpv-mpris updates PlaybackStatus when `pause` changes, not when a file starts.
         await run(session, app, "pause")
-        await eventually(session, app, "get_playback_status", "Paused")
+        await eventually(session, app, "playback_status", "Paused")
         assert mpv.property("pause") is True
         await run(session, app, "play")
-        await eventually(session, app, "get_playback_status", "Playing")
+        await eventually(session, app, "playback_status", "Playing")
         await run(session, app, "set_volume", {"volume": 0.5})
         wait_until(lambda: mpv.property("volume") == 50, 5, "mpv to take the volume")
-        assert json.loads(await run(session, app, "get_volume")) == 0.5
+        assert json.loads(await run(session, app, "volume")) == 0.5
 
 
 async def test_walk_is_bounded_by_depth_and_nodes(bus: Bus, echo_app: None) -> None:

@@ -199,9 +199,13 @@ def test_generate_takes_the_library_knowledge(dunst: Bus, tmp_path: Path) -> Non
         assert got["method"] == want["execution"]["method"]
     assert "interface" not in tools["notify"]  # the binding stays the generated one: the main interface
     assert linux["interface"] == NOTIFICATIONS
-    assert doc["name"].split("|")[0] == "Desktop notifications"
-    assert "toast" in doc["aliases"]
-    # dunst's own interface is not in the library: its tools keep what the interface says, or the plain sentence
-    action = tools["notification_action"]["description"]
-    assert action == "Calls the DBus method org.dunstproject.cmd0.NotificationAction."
-    assert "descriptions: 4 from the library" in done.stderr
+    # dunst's own interface has its library entry too: it describes more of this service's tools, so it names
+    # the app, and each of its tools (by method) gets its curated text as well
+    own = json.loads((bundled_folder() / "org.dunstproject.dunst" / "aai.json").read_text())
+    assert doc["name"].split("|")[0] == own["app"]["name"]["en"]
+    by_method = {t["method"]: t for t in tools.values() if "method" in t}
+    described = [t for t in own["tools"] if t["execution"].get("method") in by_method]
+    for want in described:
+        assert by_method[want["execution"]["method"]]["description"] == want["description"]
+    assert by_method["NotificationAction"]["description"] != by_method["NotificationCloseAll"]["description"]
+    assert f"descriptions: {4 + len(own['tools'])} from the library" in done.stderr, done.stderr

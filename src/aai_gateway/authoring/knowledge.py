@@ -322,7 +322,10 @@ def apply(document: dict[str, Any], sources: Mapping[str, Source], entries: Sequ
             result.sources[new] = "library"
             app_id = match.entry.descriptor.app_id
             used[app_id] = used.get(app_id, 0) + 1
-    owner = next((e for e in entries if e.descriptor.app_id in used and _owned_by(e, loaded)), None)
+    owners = [e for e in entries if e.descriptor.app_id in used and _owned_by(e, loaded)]
+    # Several entries may drive one service (a standard interface and the app's own): the one that
+    # described the most tools names the app.
+    owner = max(owners, key=lambda e: used[e.descriptor.app_id], default=None)
     if owner is not None:
         _take_app(document, owner.descriptor)
         result.app = owner.descriptor.app_id

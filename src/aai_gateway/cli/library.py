@@ -23,12 +23,9 @@ if TYPE_CHECKING:
 
 def fetcher(settings: Settings) -> Any:
     """Fetches a URL under the web guards of `settings` (https, size cap, timeout, address rules)."""
-    from aai_gateway.discovery.wellknown import fetch_url
+    from aai_gateway.discovery.wellknown import url_fetcher
 
-    async def fetch(url: str) -> bytes:
-        return await fetch_url(url, settings)
-
-    return fetch
+    return url_fetcher(settings)
 
 
 def load_catalog(settings: Settings) -> Catalog:

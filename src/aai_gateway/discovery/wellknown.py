@@ -29,7 +29,7 @@ import asyncio
 import logging
 import socket
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -163,23 +163,36 @@ async def fetch(site: Site, settings: Settings, client: httpx2.AsyncClient | Non
     return await _fetch(site, site.well_known_url, settings, client)
 
 
-async def fetch_url(url: str, settings: Settings) -> bytes:
-    """The bytes at any http(s) URL (a store index, a descriptor), under the same rules as `fetch`."""
+async def fetch_url(url: str, settings: Settings, limit: int | None = None) -> bytes:
+    """The bytes at any http(s) URL (a store index, a descriptor), under the same rules as `fetch`; at most
+    `limit` bytes (by default maxDescriptorBytes)."""
     site = url_site(url)
     if site is None:
         raise InvalidParams(f"{url!r} is not an https URL (without a user name or password)")
     check_scheme(site, settings)
-    return await _fetch(site, url, settings, None)
+    return await _fetch(site, url, settings, None, limit)
 
 
-async def _fetch(site: Site, url: str, settings: Settings, client: httpx2.AsyncClient | None) -> bytes:
+def url_fetcher(settings: Settings) -> Callable[[str, int], Awaitable[bytes]]:
+    """`fetch_url` under `settings`, as the library's stores and installs take it: (url, limit)."""
+
+    async def fetch(url: str, limit: int) -> bytes:
+        return await fetch_url(url, settings, limit)
+
+    return fetch
+
+
+async def _fetch(
+    site: Site, url: str, settings: Settings, client: httpx2.AsyncClient | None, limit: int | None = None
+) -> bytes:
+    cap = settings.max_descriptor_bytes if limit is None else limit
     try:
         async with asyncio.timeout(settings.web_timeout):
             addresses = await resolve(site, settings)
             if client is not None:
-                return await _follow(client, site, addresses, settings.max_descriptor_bytes, url)
+                return await _follow(client, site, addresses, cap, url)
             async with httpx2.AsyncClient(follow_redirects=False, timeout=settings.web_timeout, trust_env=False) as own:
-                return await _follow(own, site, addresses, settings.max_descriptor_bytes, url)
+                return await _follow(own, site, addresses, cap, url)
     except (TimeoutError, httpx2.TimeoutException):
         raise ApiRequestFailed(f"{url} did not answer within {settings.web_timeout:g} s (web.timeout)") from None
 

@@ -139,7 +139,7 @@ async def obtain(what: str, catalog: Catalog, fetch: Fetch, max_bytes: int) -> t
     Raises AaiError (a URL refused or failing, an id not in `catalog`) or OSError (a file).
     """
     if looks_like_url(what):
-        return await fetch(what), what
+        return await fetch(what, max_bytes), what
     if looks_like_file(what):
         data, problem = read_bytes(Path(what), max_bytes)
         if problem is not None or data is None:
@@ -153,7 +153,7 @@ async def obtain(what: str, catalog: Catalog, fetch: Fetch, max_bytes: int) -> t
     if entry.bundled:
         assert entry.data is not None
         return entry.data, f"the library (entry {entry.app_id} {entry.version})"
-    data = await fetch_descriptor(entry, fetch)
+    data = await fetch_descriptor(entry, fetch, max_bytes)
     app, _ = check(data, str(entry.descriptor_url))
     if app.app_id != entry.app_id:
         raise AaiJsonInvalid(f"{entry.descriptor_url} describes {app.app_id}, but the store lists it as {entry.app_id}")

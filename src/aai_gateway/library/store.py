@@ -33,7 +33,11 @@ from aai_gateway.errors import AaiError, AaiJsonInvalid
 from aai_gateway.library.entries import Catalog, Entry, bundled, names_json, presence_of, verified_of
 from aai_gateway.problems import Problem, describe, pointer
 
-Fetch = Callable[[str], Awaitable[bytes]]
+Fetch = Callable[[str, int], Awaitable[bytes]]
+"""Fetches a URL under the web guards: (url, the most bytes taken)."""
+INDEX_MAX_BYTES = 8 << 20
+"""The largest store index read: an index lists every entry of a store, so it is not held to
+maxDescriptorBytes (8 MiB holds tens of thousands of entries)."""
 """Fetches a URL's bytes under the web guards; raises AaiError when it may not or cannot."""
 
 INDEX = "index.json"
@@ -110,7 +114,7 @@ async def load_stores(urls: Sequence[str], fetch: Fetch) -> Catalog:
 
     async def one(url: str) -> Catalog:
         try:
-            return parse_index(await fetch(url), url)
+            return parse_index(await fetch(url, INDEX_MAX_BYTES), url)
         except AaiError as exc:
             return Catalog((), (Problem(url, "", f"the store index cannot be fetched: {exc.detail}"),))
 
@@ -136,11 +140,11 @@ async def everything(store_urls: Sequence[str], fetch: Fetch) -> Catalog:
     return merge(bundled(), await load_stores(store_urls, fetch))
 
 
-async def fetch_descriptor(entry: Entry, fetch: Fetch) -> bytes:
+async def fetch_descriptor(entry: Entry, fetch: Fetch, max_bytes: int) -> bytes:
     """A store entry's descriptor bytes, refused unless their SHA-256 is the one the index gives."""
     assert entry.descriptor_url is not None
     assert entry.sha256 is not None
-    data = await fetch(entry.descriptor_url)
+    data = await fetch(entry.descriptor_url, max_bytes)
     got = sha256(data)
     if got != entry.sha256:
         raise AaiJsonInvalid(

@@ -150,21 +150,17 @@ class Pages:
         )
 
     async def _catalog(self) -> Catalog:
-        from aai_gateway.discovery.wellknown import fetch_url  # noqa: PLC0415
+        from aai_gateway.discovery.wellknown import url_fetcher  # noqa: PLC0415
         from aai_gateway.library import store  # noqa: PLC0415
 
         # A page does not wait web.timeout for a slow store: its entries are left out, with the problem shown.
         settings = self.gateway.settings.with_changes(web_timeout=min(self.gateway.settings.web_timeout, STORE_WAIT))
-
-        async def fetch(url: str) -> bytes:
-            return await fetch_url(url, settings)
-
-        return await store.everything(settings.store_urls, fetch)
+        return await store.everything(settings.store_urls, url_fetcher(settings))
 
     async def install(self, request: Request) -> Response:
         """Install a library entry (by id only: never a file or URL given by a form)."""
         from aai_gateway.consent.preview import report as consent_report  # noqa: PLC0415
-        from aai_gateway.discovery.wellknown import fetch_url  # noqa: PLC0415
+        from aai_gateway.discovery.wellknown import url_fetcher  # noqa: PLC0415
         from aai_gateway.library import install as installing  # noqa: PLC0415
 
         form = await request.form(max_fields=10)
@@ -173,12 +169,10 @@ class Pages:
         if not isinstance(app_id, str) or catalog.get(app_id) is None:
             return await self.apps(request, "Choose an app of the library to install.", status=404)
         settings = self.gateway.settings
-
-        async def fetch(url: str) -> bytes:
-            return await fetch_url(url, settings)
-
         try:
-            data, source = await installing.obtain(app_id, catalog, fetch, settings.max_descriptor_bytes)
+            data, source = await installing.obtain(
+                app_id, catalog, url_fetcher(settings), settings.max_descriptor_bytes
+            )
             done = await run_in_threadpool(installing.install, data, source, settings.aai_home)
         except AaiError as exc:
             return await self.apps(request, f"{app_id} was not installed: {exc.detail}", status=502)
