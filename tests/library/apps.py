@@ -1,9 +1,8 @@
-"""Running library entries against real apps: a private X display, apps started on a private bus, and the
-installed gateway with library descriptors installed, driven by the MCP SDK client through `aai_exec`."""
+"""Real desktop apps for the library's run-level tests: their environment on a private bus and display,
+started until they own their bus names, run unprivileged where they refuse root."""
 
 from __future__ import annotations
 
-import json
 import os
 import pwd
 import shutil
@@ -11,57 +10,8 @@ import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from mcp import ClientSession
-
-from tests.e2e.mcp_client import error_of, text_of
-from tests.support import ROOT, Bus, install_descriptor, stop, wait_until
-
-LIBRARY = ROOT / "src" / "aai_gateway" / "library" / "apps"
-
-
-def entry(app_id: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((LIBRARY / app_id / "entry.json").read_text())
-    return loaded
-
-
-def gateway_env(bus: Bus, home: Path, *app_ids: str, **extra: str) -> dict[str, str]:
-    """An AAI home with the library's `app_ids` installed, and the gateway's environment on `bus`."""
-    for app_id in app_ids:
-        install_descriptor(home / ".aai", LIBRARY / app_id / "aai.json")
-    return {"HOME": str(home), "DBUS_SESSION_BUS_ADDRESS": bus.address, "AAI_PLATFORM": "linux", **extra}
-
-
-class Exec:
-    """`aai_exec` of one app in a session: results parsed from JSON text, errors as (type, detail)."""
-
-    def __init__(self, session: ClientSession, app: str) -> None:
-        self.session = session
-        self.app = app
-
-    async def __call__(self, tool: str, **args: Any) -> Any:
-        result = await self.session.call_tool("aai_exec", {"app": self.app, "tool": tool, "args": args})
-        text = text_of(result)
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            return text
-
-    async def error(self, tool: str, **args: Any) -> tuple[str, str]:
-        error = await error_of(self.session, "aai_exec", {"app": self.app, "tool": tool, "args": args})
-        assert isinstance(error.data, dict), error
-        return error.data["type"], error.data["detail"]
-
-    async def tools(self) -> list[str]:
-        """The tools the app's guide lists (`### name` headings)."""
-        guide = text_of(await self.session.call_tool("app_" + self.app.replace(".", "_"), {}))
-        return [line[4:] for line in guide.splitlines() if line.startswith("### ")]
-
-
-def read_only_tools(app_id: str) -> list[str]:
-    doc = json.loads((LIBRARY / app_id / "aai.json").read_text())
-    return [t["name"] for t in doc["tools"] if (t.get("annotations") or {}).get("readOnlyHint")]
+from tests.support import Bus, stop, wait_until
 
 
 def desktop_env(bus: Bus, home: Path, display: str | None = None, **extra: str) -> dict[str, str]:

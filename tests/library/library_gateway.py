@@ -1,4 +1,6 @@
-"""The installed gateway with library entries installed, driven through `aai_exec` by the MCP SDK client."""
+"""The installed gateway with library entries installed, driven through `aai_exec` by the MCP SDK client.
+
+One place for every library test: the entries' folder, homes holding entries, and `Exec`."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 from mcp import ClientSession
 
 from tests.e2e.mcp_client import error_of, stdio_session, text_of
-from tests.support import ROOT, install_descriptor
+from tests.support import ROOT, Bus, install_descriptor
 
 LIBRARY = ROOT / "src" / "aai_gateway" / "library" / "apps"
 
@@ -23,10 +25,16 @@ def library_home(home: Path, *app_ids: str) -> Path:
     return home
 
 
-def read_only_tools(app_id: str) -> set[str]:
-    """The tools an entry marks read-only: a run-level test calls every one of them."""
+def gateway_env(bus: Bus, home: Path, *app_ids: str, **extra: str) -> dict[str, str]:
+    """An AAI home with the library's `app_ids` installed, and the gateway's environment on `bus`."""
+    library_home(home, *app_ids)
+    return {"HOME": str(home), "DBUS_SESSION_BUS_ADDRESS": bus.address, "AAI_PLATFORM": "linux", **extra}
+
+
+def read_only_tools(app_id: str) -> list[str]:
+    """The tools an entry marks read-only, in its order: a run-level test calls every one of them."""
     doc = json.loads((LIBRARY / app_id / "aai.json").read_text())
-    return {t["name"] for t in doc["tools"] if t.get("annotations", {}).get("readOnlyHint")}
+    return [t["name"] for t in doc["tools"] if (t.get("annotations") or {}).get("readOnlyHint")]
 
 
 class Exec:
@@ -53,9 +61,14 @@ class Exec:
         assert isinstance(error.data, dict), error
         return error.data["type"], error.data["detail"]
 
+    async def tools(self) -> list[str]:
+        """The tools the app's guide lists (`### name` headings)."""
+        guide = text_of(await self.session.call_tool("app_" + self.app_id.replace(".", "_"), {}))
+        return [line[4:] for line in guide.splitlines() if line.startswith("### ")]
+
     def missed(self) -> set[str]:
         """Read-only tools of the entry this session has not called."""
-        return read_only_tools(self.app_id) - self.called
+        return set(read_only_tools(self.app_id)) - self.called
 
 
 @asynccontextmanager

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.mcp_client import stdio_session
-from tests.library.apps import Exec, as_unprivileged, desktop_env, gateway_env, read_only_tools, started
+from tests.library.apps import as_unprivileged, desktop_env, started
+from tests.library.library_gateway import Exec, gateway_env, read_only_tools
 from tests.support import Bus, Mpv, silent_wav, until, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

@@ -16,7 +16,8 @@ import pytest
 
 from tests.e2e.mcp_client import stdio_session
 from tests.e2e.test_dunst import free_display
-from tests.library.apps import Exec, desktop_env, gateway_env, read_only_tools, started
+from tests.library.apps import desktop_env, started
+from tests.library.library_gateway import Exec, gateway_env, read_only_tools
 from tests.support import Bus, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]

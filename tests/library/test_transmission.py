@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.mcp_client import stdio_session
-from tests.library.apps import LIBRARY, Exec, read_only_tools
+from tests.library.library_gateway import LIBRARY, Exec, read_only_tools
 from tests.support import stop, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
