@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from typing import Any
@@ -38,7 +38,8 @@ from aai_gateway.errors import (
     Timeout,
     ToolNotFound,
 )
-from aai_gateway.executors import Executor, ToolCall
+from aai_gateway.executors import Executor, ListsTools, ToolCall
+from aai_gateway.executors import Forwarded as Forwarded  # noqa: PLC0414 (re-exported: what the MCP layer passes on)
 from aai_gateway.history import HISTORY_FILE, HistoryStore, Recorder, Redactor, known_secrets
 from aai_gateway.problems import describe, pointer
 from aai_gateway.spelling import Spelling, spelling
@@ -48,6 +49,8 @@ log = logging.getLogger("aai_gateway.calls")
 
 MAX_BATCH = 100
 """Most calls one aai:batch may carry."""
+
+AppsChanged = Callable[[set[str]], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,11 @@ class Gateway:
         """Each app's own share of the slots, so one hung app cannot hold every slot."""
         self._running = 0
         """Calls under way; one that ends alone commits its record without waiting for others to join it."""
+        self._live: dict[str, tuple[Descriptor, Descriptor]] = {}
+        """An MCP server's app with the server's tools, by app id: (the descriptor read, the one served)."""
+        self.listeners: list[AppsChanged] = []
+        """Told the ids of apps whose tools changed without a rescan (an MCP server's list changed)."""
+        self._notices: set[asyncio.Task[None]] = set()
 
     @property
     def platform(self) -> str:
@@ -102,6 +110,7 @@ class Gateway:
         before = _fingerprints(self.apps())
         self.registry.replace(scan(self.settings, self.registry.scan))
         self._validators.clear()
+        self._live.clear()
         after = _fingerprints(self.apps())
         changed = {app_id for app_id in before.keys() | after.keys() if before.get(app_id) != after.get(app_id)}
         if changed:
@@ -147,6 +156,40 @@ class Gateway:
 
     def guide(self, app_id: str) -> str:
         return self.guide_of(self.app(app_id))
+
+    async def guide_live(self, app_id: str) -> str:
+        """`guide`, for an MCP server's app with the tools the server lists (started if need be)."""
+        return self.guide_of(await self.live(self.app(app_id)))
+
+    async def live(self, app: Descriptor) -> Descriptor:
+        """`app` as served: an MCP server's app gets the server's tools (`tools/list`, kept until it changes)."""
+        binding = app.mcp
+        if binding is None:
+            return app
+        known = self._live.get(app.app_id)
+        if known is not None and known[0] is app:
+            return known[1]
+        executor = self._executor(binding)
+        assert isinstance(executor, ListsTools), binding.automation
+        own = self.settings.apps.get(app.app_id)
+        timeout = (own.timeout if own else None) or self.settings.default_timeout
+        tools = await executor.live_tools(app, binding, timeout)
+        served = replace(app, bindings={**app.bindings, "mcp": replace(binding, tools=tools)})
+        self._live[app.app_id] = (app, served)
+        return served
+
+    def _tools_changed(self, app_id: str) -> None:
+        """An MCP server's tools changed: list them again on next use, and tell every listener."""
+        self._live.pop(app_id, None)
+        for listener in self.listeners:
+            notice = asyncio.ensure_future(listener({app_id}))
+            self._notices.add(notice)
+            notice.add_done_callback(self._notices.discard)
+
+    def server_statuses(self) -> list[Any]:
+        """How each MCP server served as an app is doing (state, pid, restarts, last failure)."""
+        executor = self._executors.get(executors.BACKENDS["mcp"])
+        return list(executor.statuses()) if isinstance(executor, ListsTools) else []
 
     def guide_of(self, app: Descriptor) -> str:
         """The operation guide; a discovered web app's examples name it by its site."""
@@ -234,7 +277,7 @@ class Gateway:
             raise AutomationFailed(
                 f"refused: requireHistory is set and {trouble.describe()}; calls are taken again once it can be written"
             )
-        app, binding, tool = self._find_tool(await self._resolve(app_id), app_id, tool_name)
+        app, binding, tool = self._find_tool(await self.live(await self._resolve(app_id)), app_id, tool_name)
         if not isinstance(args, Mapping):
             raise InvalidParams(f"args must be an object of named arguments, got {type(args).__name__}")
         self._check_args(tool, args)
@@ -363,9 +406,12 @@ class Gateway:
                 )
                 raise AutomationNotSupported(f"{why} (platform {binding.platform})")
             executor = self._executors[backend] = created
+            if isinstance(executor, ListsTools):
+                executor.tools_changed = self._tools_changed
         return executor
 
     async def aclose(self) -> None:
+        self._live.clear()
         closing, self._executors = list(self._executors.values()), {}
         await asyncio.gather(*(e.aclose() for e in closing), return_exceptions=True)
         await self.history.aclose()

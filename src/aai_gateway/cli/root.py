@@ -455,8 +455,15 @@ def apps(ctx: click.Context, as_json: bool) -> None:
 def guide(ctx: click.Context, app: str) -> None:
     """Print an app's operation guide, as agents see it."""
     gateway = Gateway(settings_of(ctx))
+
+    async def run() -> str:
+        try:
+            return await gateway.guide_live(app)  # an MCP server's app lists the server's tools
+        finally:
+            await gateway.aclose()
+
     try:
-        click.echo(gateway.guide(app), nl=False)
+        click.echo(asyncio.run(run()), nl=False)
     except AaiError as exc:
         fail(str(exc), 1)
 

@@ -21,6 +21,7 @@ from jsonschema import Draft7Validator, SchemaError
 
 from aai_gateway import __version__, problems
 from aai_gateway.descriptor.formats import detect, normalise
+from aai_gateway.descriptor.mcp_checks import mcp_problems, override_problems
 from aai_gateway.descriptor.model import Descriptor, Shape
 from aai_gateway.descriptor.tool_checks import dbus_problems, placeholder_problems, ref_problems
 from aai_gateway.descriptor.unknown_keys import unknown_keys
@@ -65,7 +66,8 @@ def rules_fingerprint() -> str:
     schemas = files("aai_gateway.descriptor").joinpath("schemas")
     for shape in ("multi", "single", "camel"):
         digest.update(schemas.joinpath(f"aai-{shape}.schema.json").read_bytes())
-    for module in (__file__, problems.__file__, inspect.getfile(unknown_keys), inspect.getfile(ref_problems)):
+    checks = (unknown_keys, ref_problems, mcp_problems)
+    for module in (__file__, problems.__file__, *(inspect.getfile(check) for check in checks)):
         digest.update(Path(module).read_bytes())
     return digest.hexdigest()
 
@@ -222,7 +224,7 @@ def _tool_lists(doc: Mapping[str, Any], shape: Shape) -> list[tuple[list[str | i
     if shape == "multi":
         return [(["platforms", p, "tools"], b["automation"], b.get("tools", [])) for p, b in doc["platforms"].items()]
     execution = doc.get("execution") or {}
-    return [(["tools"], str(execution.get("type")), doc["tools"])]
+    return [(["tools"], str(execution.get("type")), doc.get("tools") or [])]
 
 
 def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> list[Problem]:
@@ -242,6 +244,9 @@ def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> lis
                 )
             else:
                 seen[name] = index
+            if automation == "mcp":  # adjusts a tool the server lists: its schema is the server's
+                problems.extend(override_problems(tool, at, source))
+                continue
             if not tool.get("description"):
                 problems.append(
                     Problem(
@@ -281,6 +286,8 @@ def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> lis
             problems.append(Problem(source, pointer(at), "a web descriptor needs execution.base_url"))
         if doc["platform"] != "web" and kind == "http":
             problems.append(Problem(source, pointer(["execution", "type"]), "type 'http' is only for platform 'web'"))
+        if doc["platform"] == "mcp" or kind == "mcp":
+            problems.extend(mcp_problems(doc, source))
     for at, url in _urls(doc, shape):
         if not isinstance(url, str):
             problems.append(Problem(source, pointer(at), f"must be a string URL, got {short(url)}"))

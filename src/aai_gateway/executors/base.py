@@ -7,9 +7,9 @@ edge, and it never blocks the event loop: blocking work goes to a thread, always
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from aai_gateway.descriptor import Binding, Descriptor, Tool
 
@@ -32,3 +32,20 @@ class Executor(Protocol):
     async def aclose(self) -> None:
         """Release connections; the executor may be used again afterwards."""
         ...
+
+
+class Forwarded(dict[str, Any]):
+    """A tool result as an MCP server sent it (`content` blocks, `structuredContent`, `isError`): passed
+    on to the caller unchanged, and recorded in the history as this JSON."""
+
+
+@runtime_checkable
+class ListsTools(Protocol):
+    """An executor whose apps' tools come from the app itself at run time (an MCP server's `tools/list`)."""
+
+    tools_changed: Callable[[str], None] | None
+    """Told the app id when the app says its tools changed."""
+
+    async def live_tools(self, app: Descriptor, binding: Binding, timeout: float) -> tuple[Tool, ...]: ...
+
+    def statuses(self) -> Sequence[Any]: ...

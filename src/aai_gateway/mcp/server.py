@@ -32,7 +32,7 @@ from aai_gateway.mcp.names import APP_PREFIX, Names, Target
 from aai_gateway.mcp.notify import Notifier
 from aai_gateway.mcp.sdk_private import connection_of
 from aai_gateway.mcp.wire.early import Arrived
-from aai_gateway.service import MAX_BATCH, Caller, Gateway
+from aai_gateway.service import MAX_BATCH, Caller, Forwarded, Gateway
 from aai_gateway.text import unencodable
 
 log = logging.getLogger(__name__)
@@ -117,6 +117,7 @@ class GatewayServer:
             on_subscriptions_listen=self.notifier.listen,
         )
         self.server.middleware.append(_before_initialize)
+        gateway.listeners.append(self.apps_changed)
 
     def _seen(self, ctx: ServerRequestContext[Any]) -> None:
         connection = self.notifier.remember(ctx.session)
@@ -172,7 +173,7 @@ class GatewayServer:
 
     async def run(self, caller: Caller, target: Target, arguments: dict[str, Any]) -> types.CallToolResult:
         if target.kind == "guide":
-            return _text(self.gateway.guide(target.app_id))
+            return _text(await self.gateway.guide_live(target.app_id))
         if target.kind == "exec":
             app, tool, args = _exec_arguments(arguments, self.names.exec)
             return _result(await self.gateway.call(app, tool, args, caller))
@@ -385,5 +386,7 @@ def _text(text: str) -> types.CallToolResult:
 
 
 def _result(value: Any) -> types.CallToolResult:
+    if isinstance(value, Forwarded):  # an MCP server's own answer: its content blocks as they came
+        return types.CallToolResult.model_validate(value)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return _text(text)
