@@ -171,15 +171,16 @@ class Server:
     def _gone(self, why: str) -> str:
         child = self._child
         if child is not None and child.exited.is_set():
-            code = child.process.returncode
             said = f"; it said: {child.stderr[-1]}" if child.stderr else ""
-            return f"{self.label} exited (code {code}) during the call{said}; it is started again on the next call"
+            return f"{self.label} {_ending(child)} during the call{said}; it is started again on the next call"
         return f"{self.label}: {why}; it is started again on the next call"
 
     async def _connect(self, timeout: float) -> ClientSession:
         async with self._lock:
             if self._session is not None and self._task is not None and not self._task.done():
-                return self._session
+                if not self._ended():
+                    return self._session
+                await self._wind_down()
             wait = self._backoff()
             if wait > timeout:
                 raise AppNotRunning(
@@ -198,8 +199,20 @@ class Server:
                     return await asyncio.shield(ready)
             except TimeoutError:
                 self._stop.set()
+                self._task.cancel()
                 self._last_failure = f"did not start within {timeout:g} s"
                 raise Timeout(f"{self.label} did not start and answer within {timeout:g} s") from None
+
+    def _ended(self) -> bool:
+        """Whether the stdio server exited (its session may not have noticed yet)."""
+        return self._child is not None and self._child.exited.is_set()
+
+    async def _wind_down(self) -> None:
+        """Let the session of a server that ended finish, recording the crash, before another starts."""
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._task), 10)
 
     def _backoff(self) -> float:
         if not self._crashes:
@@ -244,19 +257,20 @@ class Server:
         """Until asked to stop, idle for too long, or the process ends; True when it ended on its own."""
         child = self._child
         idle = self.launch.idle if self.launch.kind == "stdio" else 0
-        while not self._stop.is_set():
+        while True:
             if child is not None and child.exited.is_set():
-                code = child.process.returncode
+                await _reaped(child)
                 said = f"; it said: {child.stderr[-1]}" if child.stderr else ""
-                self._last_failure = f"exited with code {code}{said}"
-                log.warning("%s: the server exited with code %s%s", self.label, code, said)
+                self._last_failure = f"{_ending(child)}{said}"
+                log.warning("%s: the server %s", self.label, self._last_failure)
                 return True
             if idle and not self._busy and time.monotonic() - self._used >= idle:
                 log.info("%s: stopped after %g s without calls", self.label, idle)
                 return False
+            if self._stop.is_set():
+                return False
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), 0.5)
-        return False
 
     @asynccontextmanager
     async def _streams(self) -> AsyncIterator[Streams]:
@@ -316,6 +330,21 @@ class Server:
 
 class _Expired(Exception):
     """The HTTP server forgot our session; one more try on a new one."""
+
+
+def _ending(child: Child) -> str:
+    code = child.process.returncode
+    if code is None:
+        return "closed its stdout"
+    return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+
+
+async def _reaped(child: Child) -> None:
+    """A moment for the exit status of a server whose stdout ended to arrive."""
+    for _ in range(20):
+        if child.process.returncode is not None:
+            return
+        await asyncio.sleep(0.01)
 
 
 def _reason(exc: BaseException) -> str:

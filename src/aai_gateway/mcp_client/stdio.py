@@ -42,6 +42,8 @@ class Child:
     stderr: deque[str] = field(default_factory=lambda: deque(maxlen=5))
     """The server's last lines on stderr, for a message saying why it ended."""
     exited: anyio.Event = field(default_factory=anyio.Event)
+    """Set when the server's stdout ends: it exited, or closed the pipe it answers on (the same to us).
+    (The process's own `wait` returns only once every pipe is closed, ours to its stdin too.)"""
 
     @property
     def pid(self) -> int:
@@ -88,12 +90,11 @@ async def spawn(
 
     async def waiter() -> None:
         code = await process.wait()
-        child.exited.set()
         log.info("%s: pid %d exited with %s", label, process.pid, code)
 
     try:
         async with anyio.create_task_group() as group:
-            group.start_soon(_read_stdout, label, process, read_writer)
+            group.start_soon(_read_stdout, label, child, read_writer)
             group.start_soon(stdin)
             group.start_soon(stderr)
             group.start_soon(waiter)
@@ -107,7 +108,14 @@ async def spawn(
         children.release(process.pid)
 
 
-async def _read_stdout(
+async def _read_stdout(label: str, child: Child, writer: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+    try:
+        await _read_lines(label, child.process, writer)
+    finally:
+        child.exited.set()
+
+
+async def _read_lines(
     label: str, process: anyio.abc.Process, writer: MemoryObjectSendStream[SessionMessage | Exception]
 ) -> None:
     assert process.stdout is not None
