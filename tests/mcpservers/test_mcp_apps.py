@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -20,7 +21,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from tests.e2e.mcp_client import Inbox, error_of, stdio_session, text_of
 from tests.mcpservers.servers import GIT_SERVER, alive, descriptor, install, marked, node, server_js, stdio
-from tests.support import gateway_command
+from tests.support import gateway_command, stop, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -294,3 +295,51 @@ async def test_list_changed_of_a_server_reaches_our_clients(tmp_path: Path) -> N
     async with stdio_session(env_of(home), tmp_path / "gateway.log", inbox=inbox) as session:
         await session.call_tool("app_mcp_everything", {})
         await inbox.wait_for("notifications/tools/list_changed", timeout=10)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _http_everything(port: int, log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [node(), server_js("everything"), "streamableHttp"],
+            env={**os.environ, "PORT": str(port)},
+            stdout=out,
+            stderr=out,
+        )
+
+    def listening() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+        except OSError:
+            return False
+        return True
+
+    wait_until(listening, 20, "server-everything to listen")
+    return proc
+
+
+async def test_a_streamable_http_server_and_its_forgotten_session(tmp_path: Path) -> None:
+    port = _free_port()
+    app = descriptor("mcp.remote", {"type": "mcp", "url": f"http://127.0.0.1:{port}/mcp"})
+    async with gateway(tmp_path, app) as session:
+        unreachable = await error_of(session, "aai_exec", {"app": "mcp.remote", "tool": "echo", "args": {}})
+        assert unreachable.data["type"] == "APP_NOT_RUNNING"
+        assert "could not be reached" in unreachable.data["detail"]
+        server = _http_everything(port, tmp_path / "everything.log")
+        try:
+            image = shown(await exec_(session, "mcp.remote", "get-tiny-image"))
+            assert [block["type"] for block in image["content"]] == ["text", "image", "text"]
+            assert image["content"][1]["mimeType"] == "image/png"
+        finally:
+            stop(server)
+        server = _http_everything(port, tmp_path / "everything.log")  # a new process knows no session of ours
+        try:
+            again = await exec_(session, "mcp.remote", "echo", {"message": "new session"})
+            assert "new session" in text_of(again)
+        finally:
+            stop(server)

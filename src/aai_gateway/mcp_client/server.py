@@ -151,17 +151,17 @@ class Server:
             except TimeoutError:
                 raise Timeout(f"{self.label} did not answer within {timeout:g} s") from None
             except MCPError as exc:
-                raise self._failure(exc) from None
+                raise await self._failure(exc, session) from None
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, httpx2.HTTPError) as exc:
                 raise AppNotRunning(self._gone(f"the connection closed ({type(exc).__name__})")) from None
         finally:
             self._busy -= 1
             self._used = time.monotonic()
 
-    def _failure(self, exc: MCPError) -> AaiError | _Expired:
+    async def _failure(self, exc: MCPError, session: ClientSession) -> AaiError | _Expired:
         if exc.error.code == types.CONNECTION_CLOSED or (self._child is not None and self._child.exited.is_set()):
             return AppNotRunning(self._gone("the connection closed"))
-        if self.launch.url and exc.error.message == "Session terminated":
+        if self.launch.url and await _forgotten(exc, session):
             self._stop.set()
             return _Expired()
         if exc.error.code == types.REQUEST_TIMEOUT:
@@ -173,7 +173,8 @@ class Server:
         if child is not None and child.exited.is_set():
             said = f"; it said: {child.stderr[-1]}" if child.stderr else ""
             return f"{self.label} {_ending(child)} during the call{said}; it is started again on the next call"
-        return f"{self.label}: {why}; it is started again on the next call"
+        again = "reached" if self.launch.url else "started"
+        return f"{self.label}: {why}; it is {again} again on the next call"
 
     async def _connect(self, timeout: float) -> ClientSession:
         async with self._lock:
@@ -204,8 +205,9 @@ class Server:
                 raise Timeout(f"{self.label} did not start and answer within {timeout:g} s") from None
 
     def _ended(self) -> bool:
-        """Whether the stdio server exited (its session may not have noticed yet)."""
-        return self._child is not None and self._child.exited.is_set()
+        """Whether the session is over: the stdio server exited (the session may not have noticed yet), or
+        it was asked to stop (an HTTP session the server forgot)."""
+        return self._stop.is_set() or (self._child is not None and self._child.exited.is_set())
 
     async def _wind_down(self) -> None:
         """Let the session of a server that ended finish, recording the crash, before another starts."""
@@ -240,7 +242,8 @@ class Server:
             self._last_failure = why
             log.warning("%s: the server failed: %s", self.label, why)
             if not ready.done():
-                ready.set_exception(AppNotRunning(f"{self.label} could not be started: {why}"))
+                verb = "reached" if self.launch.url else "started"
+                ready.set_exception(AppNotRunning(f"{self.label} could not be {verb}: {why}"))
         finally:
             self._session = None
             self._child = None
@@ -330,6 +333,24 @@ class Server:
 
 class _Expired(Exception):
     """The HTTP server forgot our session; one more try on a new one."""
+
+
+async def _forgotten(exc: MCPError, session: ClientSession) -> bool:
+    """Whether an HTTP server no longer knows the session: a 404 on its id ("Session terminated"), or an
+    HTTP error without a JSON-RPC body (some servers answer an unknown session with 400) that a ping on
+    the same session meets too."""
+    if exc.error.message == "Session terminated":
+        return True
+    if exc.error.code != types.INTERNAL_ERROR or exc.error.message != "Server returned an error response":
+        return False
+    try:
+        with anyio.fail_after(5):
+            await session.send_ping()
+    except MCPError:
+        return True
+    except TimeoutError:
+        return False
+    return False
 
 
 def _ending(child: Child) -> str:
