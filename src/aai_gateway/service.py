@@ -42,6 +42,7 @@ from aai_gateway.executors import Executor, ListsTools, ToolCall
 from aai_gateway.executors import Forwarded as Forwarded  # noqa: PLC0414 (re-exported: what the MCP layer passes on)
 from aai_gateway.history import HISTORY_FILE, HistoryStore, Recorder, Redactor, known_secrets
 from aai_gateway.problems import describe, pointer
+from aai_gateway.relay import Relay
 from aai_gateway.spelling import Spelling, spelling
 from aai_gateway.text import printable, unencodable
 
@@ -67,6 +68,8 @@ class Caller:
     arrived: float | None = field(default=None, compare=False, repr=False)
     """When the request reached the gateway (`time.monotonic()`), if it waited for the gateway to start;
     that wait counts against the call's timeout."""
+    relay: Relay | None = field(default=None, compare=False, repr=False)
+    """The way back to the client while a call runs (an MCP server's progress and questions), if any."""
 
 
 class Gateway:
@@ -307,9 +310,9 @@ class Gateway:
         # the app's own share first, so calls queued for a saturated app hold none of the gateway's slots
         async with self._app_share(app.app_id), self._slots:
             if not late:
-                return await executor.execute(ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=timeout))
+                return await executor.execute(ToolCall(app, binding, tool, args, timeout, caller.relay))
             try:
-                return await executor.execute(ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=timeout))
+                return await executor.execute(ToolCall(app, binding, tool, args, timeout, caller.relay))
             except Timeout as exc:
                 waited = f"the call waited {late:.3g} s for the gateway to start; its timeout is {timeout + late:g} s"
                 raise Timeout(f"{exc.detail} ({waited})") from None

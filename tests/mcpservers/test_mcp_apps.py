@@ -18,6 +18,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.session import ClientRequestContext
 
 from tests.e2e.mcp_client import Inbox, error_of, stdio_session, text_of
 from tests.mcpservers.servers import GIT_SERVER, alive, descriptor, install, marked, node, server_js, stdio
@@ -343,3 +344,62 @@ async def test_a_streamable_http_server_and_its_forgotten_session(tmp_path: Path
             assert "new session" in text_of(again)
         finally:
             stop(server)
+
+
+async def _answer_form(
+    context: ClientRequestContext, params: types.ElicitRequestParams
+) -> types.ElicitResult | types.ErrorData:
+    assert isinstance(params, types.ElicitRequestFormParams), params
+    assert "name" in params.requested_schema["properties"]
+    return types.ElicitResult(action="accept", content={"name": "Ada Lovelace"})
+
+
+async def _sample(
+    context: ClientRequestContext, params: types.CreateMessageRequestParams
+) -> types.CreateMessageResult | types.ErrorData:
+    asked = params.messages[0].content
+    assert isinstance(asked, types.TextContent)
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text=f"sampled: {asked.text}"), model="test-model"
+    )
+
+
+@asynccontextmanager
+async def _client(home: Path, log: Path, *, capable: bool) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=gateway_command(), args=["--mcp"], env=env_of(home))
+    with log.open("a") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(
+                read,
+                write,
+                elicitation_callback=_answer_form if capable else None,
+                sampling_callback=_sample if capable else None,
+            ) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+async def test_progress_elicitation_and_sampling_reach_our_client(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    install(home / ".aai", descriptor("mcp.everything", stdio("everything", "stdio")))
+    async with _client(home, tmp_path / "gateway.log", capable=True) as session:
+        steps: list[tuple[float, float | None]] = []
+
+        async def progressed(progress: float, total: float | None, message: str | None) -> None:
+            steps.append((progress, total))
+
+        args = {"app": "mcp.everything", "tool": "trigger-long-running-operation", "args": {"duration": 1, "steps": 3}}
+        done = await session.call_tool("aai_exec", args, progress_callback=progressed)
+        assert not done.is_error, done
+        assert len(steps) > 0, "no progress reached the client"
+        assert steps[-1] == (3, 3), steps
+        asked = await exec_(session, "mcp.everything", "trigger-elicitation-request")
+        assert "Name: Ada Lovelace" in json.dumps(shown(asked)), asked
+        sampled = await exec_(session, "mcp.everything", "trigger-sampling-request", {"prompt": "a haiku"})
+        assert "sampled: " in json.dumps(shown(sampled)), sampled
+        assert "a haiku" in json.dumps(shown(sampled)), sampled
+    async with _client(home, tmp_path / "gateway.log", capable=False) as session:
+        refused = shown(await exec_(session, "mcp.everything", "trigger-sampling-request", {"prompt": "x"}))
+        assert "does not take sampling requests" in json.dumps(refused), refused

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from aai_gateway.descriptor import Binding, Descriptor, Tool
+from aai_gateway.relay import Relay
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,8 @@ class ToolCall:
     args: Mapping[str, Any]
     timeout: float
     """Seconds the whole call may take, from the tool, the app settings or the gateway default."""
+    relay: Relay | None = None
+    """The way back to the caller while the call runs (progress, the app's questions), if it has one."""
 
 
 class Executor(Protocol):

@@ -54,7 +54,7 @@ class McpExecutor:
     async def execute(self, call: ToolCall) -> Forwarded:
         server = await self._server(call.app, call.binding)
         name = call.tool.options.get(SERVER_NAME, call.tool.name)
-        return Forwarded(await server.call(name, call.args, call.timeout))
+        return Forwarded(await server.call(name, call.args, call.timeout, call.relay))
 
     def statuses(self) -> list[ServerStatus]:
         return [server.status() for _, server in self._servers.values()]

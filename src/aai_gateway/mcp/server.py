@@ -30,6 +30,7 @@ from aai_gateway.mcp.catalogue import SERVER_NAME, instructions, tool_list
 from aai_gateway.mcp.errors import answer, resource_not_found, unknown_tool
 from aai_gateway.mcp.names import APP_PREFIX, Names, Target
 from aai_gateway.mcp.notify import Notifier
+from aai_gateway.mcp.relay import SessionRelay
 from aai_gateway.mcp.sdk_private import connection_of
 from aai_gateway.mcp.wire.early import Arrived
 from aai_gateway.service import MAX_BATCH, Caller, Forwarded, Gateway
@@ -294,7 +295,8 @@ def _batch_arguments(arguments: dict[str, Any], name: str) -> tuple[list[Any], b
 
 def _caller(ctx: ServerRequestContext[Any], transport: str) -> Caller:
     arrived = ctx.request.at if isinstance(ctx.request, Arrived) else None
-    return Caller(name=client_name(ctx.session.client_params), transport=transport, ask=_asker(ctx), arrived=arrived)
+    name = client_name(ctx.session.client_params)
+    return Caller(name=name, transport=transport, ask=_asker(ctx), arrived=arrived, relay=SessionRelay(ctx))
 
 
 def client_name(params: types.InitializeRequestParams | None) -> str:

@@ -28,6 +28,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from aai_gateway import __version__
 from aai_gateway.errors import AaiError, AppNotRunning, AutomationFailed, Timeout
 from aai_gateway.mcp_client.stdio import Child, spawn
+from aai_gateway.relay import Relay
 
 log = logging.getLogger("aai_gateway.mcp_client")
 
@@ -88,6 +89,8 @@ class Server:
         self._last_failure: str | None = None
         self._busy = 0
         self._used = time.monotonic()
+        self._relays: list[Relay | None] = []
+        """The calls under way, by the way back to each one's caller."""
 
     @property
     def label(self) -> str:
@@ -122,13 +125,21 @@ class Server:
         return listed
 
     async def call(
-        self, name: str, args: Mapping[str, Any], timeout: float, progress: ProgressFnT | None = None
+        self, name: str, args: Mapping[str, Any], timeout: float, relay: Relay | None = None
     ) -> dict[str, Any]:
-        """`tools/call` on the server; the result as the server sent it (content, structuredContent, isError)."""
+        """`tools/call` on the server; the result as the server sent it (content, structuredContent, isError).
+
+        While it runs, the server's progress goes to `relay`, and so do its elicitation and sampling requests
+        when this is the only call under way (a request names no call it belongs to)."""
+        progress: ProgressFnT | None = relay.progress if relay is not None else None
         for attempt in (1, 2):
             try:
                 async with self._using(timeout) as session:
-                    result = await session.call_tool(name, dict(args), progress_callback=progress)
+                    self._relays.append(relay)
+                    try:
+                        result = await session.call_tool(name, dict(args), progress_callback=progress)
+                    finally:
+                        self._relays.remove(relay)
             except _Expired:
                 if attempt == 2:
                     raise AppNotRunning(f"{self.label}: the server ended the session twice in a row") from None
@@ -306,17 +317,45 @@ class Server:
             if self._on_tools_changed is not None:
                 self._on_tools_changed(self.label)
 
-    async def _elicit(self, context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ErrorData:
-        return types.ErrorData(
-            code=types.INVALID_REQUEST,
-            message=f"aai-gateway serves {self.label} to its clients and does not pass elicitation requests on",
-        )
+    async def _elicit(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        relay = self._asker("elicitation")
+        if isinstance(relay, types.ErrorData):
+            return relay
+        try:
+            answer = await relay.elicit(params.model_dump(mode="json", by_alias=True, exclude_none=True))
+        except MCPError as exc:
+            return exc.error
+        if answer is None:
+            return _refusal(f"the client calling {self.label} through aai-gateway does not take elicitation requests")
+        return types.ElicitResult.model_validate(answer)
 
-    async def _sample(self, context: ClientRequestContext, params: types.CreateMessageRequestParams) -> types.ErrorData:
-        return types.ErrorData(
-            code=types.INVALID_REQUEST,
-            message=f"aai-gateway serves {self.label} to its clients and does not pass sampling requests on",
-        )
+    async def _sample(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        relay = self._asker("sampling")
+        if isinstance(relay, types.ErrorData):
+            return relay
+        try:
+            answer = await relay.sample(params.model_dump(mode="json", by_alias=True, exclude_none=True))
+        except MCPError as exc:
+            return exc.error
+        if answer is None:
+            return _refusal(f"the client calling {self.label} through aai-gateway does not take sampling requests")
+        return types.CreateMessageResult.model_validate(answer)
+
+    def _asker(self, what: str) -> Relay | types.ErrorData:
+        """The caller a request of the server goes to: the caller of the one call under way."""
+        if len(self._relays) > 1:
+            return _refusal(
+                f"{len(self._relays)} calls to {self.label} are under way through aai-gateway, and a {what} "
+                "request does not say which one it belongs to; it is refused"
+            )
+        relay = self._relays[0] if self._relays else None
+        if relay is None:
+            return _refusal(f"no client of aai-gateway is calling {self.label} to answer a {what} request")
+        return relay
 
     def forget_tools(self) -> None:
         self._tools = None
@@ -329,6 +368,10 @@ class Server:
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await task
         self._state = "stopped"
+
+
+def _refusal(message: str) -> types.ErrorData:
+    return types.ErrorData(code=types.INVALID_REQUEST, message=message)
 
 
 class _Expired(Exception):
