@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +22,11 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.session import ClientRequestContext
 
+from aai_gateway.web import UI_PATH
 from tests.e2e.mcp_client import Inbox, error_of, stdio_session, text_of
 from tests.mcpservers.servers import GIT_SERVER, alive, descriptor, install, marked, node, server_js, stdio
 from tests.support import gateway_command, stop, wait_until
+from tests.web.ui_support import make_ui
 
 pytestmark = pytest.mark.anyio
 
@@ -394,7 +398,8 @@ async def test_progress_elicitation_and_sampling_reach_our_client(tmp_path: Path
         done = await session.call_tool("aai_exec", args, progress_callback=progressed)
         assert not done.is_error, done
         assert len(steps) > 0, "no progress reached the client"
-        assert steps[-1] == (3, 3), steps
+        progress, total = steps[-1]
+        assert progress == total == 3, steps
         asked = await exec_(session, "mcp.everything", "trigger-elicitation-request")
         assert "Name: Ada Lovelace" in json.dumps(shown(asked)), asked
         sampled = await exec_(session, "mcp.everything", "trigger-sampling-request", {"prompt": "a haiku"})
@@ -403,3 +408,25 @@ async def test_progress_elicitation_and_sampling_reach_our_client(tmp_path: Path
     async with _client(home, tmp_path / "gateway.log", capable=False) as session:
         refused = shown(await exec_(session, "mcp.everything", "trigger-sampling-request", {"prompt": "x"}))
         assert "does not take sampling requests" in json.dumps(refused), refused
+
+
+def test_the_ui_shows_a_servers_tools_state_and_crash(tmp_path: Path) -> None:
+    mark = uuid.uuid4().hex
+    with contextlib.contextmanager(make_ui)(tmp_path / "ui") as ui:
+        app = descriptor("mcp.memory", stdio("memory", mark=mark, MEMORY_FILE_PATH=str(tmp_path / "m.jsonl")))
+        install(ui.gateway.settings.scan_paths[0], app, config={})
+        assert "mcp.memory" in ui.gateway.rescan()
+        ui.login()
+        page = unescape(ui.client.get(f"{UI_PATH}/apps/mcp.memory").text)
+        assert "<code>read_graph</code>" in page  # the server's own tools, listed from the server
+        (pid,) = marked(mark)
+        apps = unescape(ui.client.get(f"{UI_PATH}/apps").text)
+        assert f"stdio server running (pid {pid}), 9 tools" in apps
+        os.kill(pid, signal.SIGKILL)
+
+        def crash_shown() -> bool:
+            return "last failure: was killed by signal 9" in unescape(ui.client.get(f"{UI_PATH}/apps").text)
+
+        wait_until(crash_shown, 10, "the crash on the Apps page")
+        assert ui.client.portal is not None
+        ui.client.portal.call(ui.gateway.aclose)

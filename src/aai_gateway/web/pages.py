@@ -16,6 +16,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from aai_gateway.config import Settings, config_value, setting_fields, source_text
 from aai_gateway.consent import ANSWER_TITLES, Answer
+from aai_gateway.errors import AaiError
 from aai_gateway.history import STATUSES, HistoryUnavailable, parse_time
 from aai_gateway.http_methods import IDEMPOTENT
 from aai_gateway.service import Gateway
@@ -124,6 +125,7 @@ class Pages:
             warnings=warnings,
             warning_counts=counts,
             platform=self.gateway.platform,
+            servers={s.app_id: s for s in self.gateway.server_statuses()},
         )
 
     async def app(self, request: Request) -> Response:
@@ -136,11 +138,20 @@ class Pages:
                 return self.render(request, "missing.html", 404, what=f"No app '{app_id}' was found.")
             return self.render(request, "broken.html", app_id=app_id, problems=problems)
         served = app in self.gateway.apps()
+        unlisted = None
+        if served and app.mcp is not None:  # an MCP server's tools are its own list: start it to read it
+            try:
+                app = await self.gateway.live(app)
+            except AaiError as exc:
+                unlisted = str(exc)
+        server = next((s for s in self.gateway.server_statuses() if s.app_id == app.app_id), None)
         return self.render(
             request,
             "app.html",
             app=app,
             served=served,
+            server=server,
+            unlisted=unlisted,
             tools=[
                 _tool_view(binding.platform, binding.automation, tool)
                 for binding, tool in app.tools(self.gateway.platform)
