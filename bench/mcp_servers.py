@@ -21,7 +21,6 @@ import os
 import statistics
 import subprocess
 import tempfile
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from bench.exec_latency import measure
 from tests.e2e.mcp_client import stdio_session
 from tests.mcpservers.servers import GIT_SERVER, descriptor, install, stdio
 
@@ -71,14 +71,7 @@ def listing(result: Any) -> dict[str, Any]:
 
 
 async def p50(call: Callable[[], Awaitable[object]], calls: int) -> float:
-    for _ in range(20):
-        await call()
-    times = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        await call()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+    return statistics.median(await measure(call, calls, warmup=20))
 
 
 async def main(calls: int) -> None:

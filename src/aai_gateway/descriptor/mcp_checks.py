@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from aai_gateway.descriptor.tool_checks import hint_problems
 from aai_gateway.problems import Problem, pointer, short
 
 STDIO_KEYS = ("command", "args", "env", "cwd")
@@ -75,13 +76,5 @@ def override_problems(tool: Mapping[str, Any], at: list[str | int], source: str)
                     "annotations, timeout, rename or exclude",
                 )
             )
-    hints = tool.get("annotations") or {}
-    if hints.get("readOnlyHint") is True and hints.get("destructiveHint") is True:
-        problems.append(
-            Problem(
-                source,
-                pointer([*at, "annotations"]),
-                "a tool cannot be both read-only and destructive; drop one of readOnlyHint, destructiveHint",
-            )
-        )
+    problems.extend(hint_problems(tool, at, source))
     return problems

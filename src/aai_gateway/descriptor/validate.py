@@ -23,7 +23,7 @@ from aai_gateway import __version__, problems
 from aai_gateway.descriptor.formats import detect, normalise
 from aai_gateway.descriptor.mcp_checks import mcp_problems, override_problems
 from aai_gateway.descriptor.model import Descriptor, Shape
-from aai_gateway.descriptor.tool_checks import dbus_problems, placeholder_problems, ref_problems
+from aai_gateway.descriptor.tool_checks import dbus_problems, hint_problems, placeholder_problems, ref_problems
 from aai_gateway.descriptor.unknown_keys import unknown_keys
 from aai_gateway.problems import Problem, describe, pointer, short
 
@@ -264,15 +264,7 @@ def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> lis
                 problems.extend(dbus_problems(tool, at, source))
             if isinstance(tool.get("returns"), dict):
                 problems.extend(_schema_problems(tool["returns"], [*at, "returns"], source, root_object=False))
-            hints = tool.get("annotations") or {}
-            if hints.get("readOnlyHint") is True and hints.get("destructiveHint") is True:
-                problems.append(
-                    Problem(
-                        source,
-                        pointer([*at, "annotations"]),
-                        "a tool cannot be both read-only and destructive; drop one of readOnlyHint, destructiveHint",
-                    )
-                )
+            problems.extend(hint_problems(tool, at, source))
     name = doc["name"] if shape == "multi" else doc["app"]["name"]
     if isinstance(name, str) and not name.replace("|", "").strip():
         at = ["name"] if shape == "multi" else ["app", "name"]

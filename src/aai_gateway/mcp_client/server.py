@@ -320,30 +320,30 @@ class Server:
     async def _elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        relay = self._asker("elicitation")
-        if isinstance(relay, types.ErrorData):
-            return relay
-        try:
-            answer = await relay.elicit(params.model_dump(mode="json", by_alias=True, exclude_none=True))
-        except MCPError as exc:
-            return exc.error
-        if answer is None:
-            return _refusal(f"the client calling {self.label} through aai-gateway does not take elicitation requests")
-        return types.ElicitResult.model_validate(answer)
+        answer = await self._relayed("elicitation", params)
+        return answer if isinstance(answer, types.ErrorData) else types.ElicitResult.model_validate(answer)
 
     async def _sample(
         self, context: ClientRequestContext, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult | types.ErrorData:
-        relay = self._asker("sampling")
+        answer = await self._relayed("sampling", params)
+        return answer if isinstance(answer, types.ErrorData) else types.CreateMessageResult.model_validate(answer)
+
+    async def _relayed(
+        self, what: str, params: types.ElicitRequestParams | types.CreateMessageRequestParams
+    ) -> dict[str, Any] | types.ErrorData:
+        """The answer of the caller of the one call under way to the server's request, or a refusal."""
+        relay = self._asker(what)
         if isinstance(relay, types.ErrorData):
             return relay
+        ask = relay.elicit if what == "elicitation" else relay.sample
         try:
-            answer = await relay.sample(params.model_dump(mode="json", by_alias=True, exclude_none=True))
+            answer = await ask(params.model_dump(mode="json", by_alias=True, exclude_none=True))
         except MCPError as exc:
             return exc.error
         if answer is None:
-            return _refusal(f"the client calling {self.label} through aai-gateway does not take sampling requests")
-        return types.CreateMessageResult.model_validate(answer)
+            return _refusal(f"the client calling {self.label} through aai-gateway does not take {what} requests")
+        return answer
 
     def _asker(self, what: str) -> Relay | types.ErrorData:
         """The caller a request of the server goes to: the caller of the one call under way."""
