@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -25,7 +26,7 @@ from mcp.client.session import ClientRequestContext
 from aai_gateway.web import UI_PATH
 from tests.e2e.mcp_client import Inbox, error_of, stdio_session, text_of
 from tests.mcpservers.servers import GIT_SERVER, alive, descriptor, install, marked, node, server_js, stdio
-from tests.support import gateway_command, stop, wait_until
+from tests.support import ROOT, gateway_command, stop, until, wait_until
 from tests.web.ui_support import make_ui
 
 pytestmark = pytest.mark.anyio
@@ -430,3 +431,25 @@ def test_the_ui_shows_a_servers_tools_state_and_crash(tmp_path: Path) -> None:
         wait_until(crash_shown, 10, "the crash on the Apps page")
         assert ui.client.portal is not None
         ui.client.portal.call(ui.gateway.aclose)
+
+
+async def test_a_servers_error_and_cancelled_calls(tmp_path: Path) -> None:
+    cancelled = tmp_path / "cancelled"
+    execution = {
+        "type": "mcp",
+        "command": sys.executable,
+        "args": ["-m", "tests.mcpservers.sdk_server", str(cancelled)],
+        "cwd": str(ROOT),
+    }
+    async with gateway(tmp_path, descriptor("mcp.ledger", execution), apps={"mcp.ledger": {"timeout": 2}}) as session:
+        refused = await error_of(session, "aai_exec", {"app": "mcp.ledger", "tool": "refuse", "args": {}})
+        assert refused.data["type"] == "AUTOMATION_FAILED"
+        assert "the ledger is locked by another user" in refused.data["detail"]
+        with anyio.move_on_after(1):  # our client gives up: the gateway cancels, and so does the server
+            await exec_(session, "mcp.ledger", "wait", {"seconds": 30})
+        await until(cancelled.exists, 5, "the server to see the client's cancel")
+        cancelled.unlink()
+        late = await error_of(session, "aai_exec", {"app": "mcp.ledger", "tool": "wait", "args": {"seconds": 30}})
+        assert late.data["type"] == "TIMEOUT"
+        await until(cancelled.exists, 5, "the server to see the call cancelled")
+        assert "waited" in text_of(await exec_(session, "mcp.ledger", "wait", {"seconds": 0}))

@@ -142,18 +142,27 @@ async def _read_lines(
 
 
 async def _stop(label: str, process: anyio.abc.Process, exited: anyio.Event) -> None:
-    """Close stdin, then SIGTERM the group, then SIGKILL it: each step only while something is alive."""
+    """Close stdin; then SIGTERM the group, then SIGKILL it, each only while a member is left."""
     if process.stdin is not None:
         await process.stdin.aclose()
     with anyio.move_on_after(STOP_GRACE):
         await exited.wait()
+        await _gone(process)
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        if not children.alive(process.pid):
+        if not _group_left(process):
             return
         children.kill_group(process.pid, sig)
         with anyio.move_on_after(STOP_GRACE):
-            while children.alive(process.pid) and not exited.is_set():
-                await anyio.sleep(0.02)
-            await exited.wait()
-    if children.alive(process.pid):
+            await _gone(process)
+    if _group_left(process):
         log.warning("%s: process group %d is still alive after SIGKILL", label, process.pid)
+
+
+def _group_left(process: anyio.abc.Process) -> bool:
+    """Whether the server or a process it started is alive (an exited server not yet reaped counts)."""
+    return process.returncode is None or children.alive(process.pid)
+
+
+async def _gone(process: anyio.abc.Process) -> None:
+    while _group_left(process):
+        await anyio.sleep(0.02)
