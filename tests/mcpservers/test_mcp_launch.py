@@ -1,0 +1,52 @@
+"""What stops an MCP server from starting is said clearly, naming the app and what is missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aai_gateway.config import load_settings
+from aai_gateway.errors import AaiError
+from aai_gateway.service import Caller, Gateway
+from tests.mcpservers.servers import descriptor, install, node, server_js
+
+pytestmark = pytest.mark.anyio
+
+
+async def failure(tmp_path: Path, execution: dict[str, Any]) -> AaiError:
+    home = tmp_path / "home"
+    install(home / ".aai", descriptor("mcp.broken", execution))
+    gateway = Gateway(load_settings({"HOME": str(home), "AAI_PLATFORM": "linux"}))
+    try:
+        with pytest.raises(AaiError) as caught:
+            await gateway.call("mcp.broken", "read_graph", {}, Caller(name="cli", transport="cli"))
+        assert gateway.guide("mcp.broken")  # the gateway still serves
+    finally:
+        await gateway.aclose()
+    return caught.value
+
+
+async def test_a_missing_environment_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AAI_TEST_NO_SUCH_KEY", raising=False)
+    execution = {"type": "mcp", "command": node(), "env": {"API_KEY": {"$env": "AAI_TEST_NO_SUCH_KEY"}}}
+    error = await failure(tmp_path, execution)
+    assert error.type == "AUTH_REQUIRED"
+    assert "mcp.broken needs the environment variable AAI_TEST_NO_SUCH_KEY (execution.env.API_KEY)" in error.detail
+
+
+async def test_a_missing_command_and_a_missing_folder(tmp_path: Path) -> None:
+    error = await failure(tmp_path, {"type": "mcp", "command": str(tmp_path / "no-such-server")})
+    assert error.type == "APP_NOT_RUNNING"
+    assert "mcp.broken could not be started: the command was not found" in error.detail
+    nowhere = {"type": "mcp", "command": node(), "args": [server_js("memory")], "cwd": str(tmp_path / "gone")}
+    error = await failure(tmp_path, nowhere)
+    assert error.type == "APP_NOT_RUNNING"
+    assert "gone" in error.detail
+
+
+async def test_a_server_that_exits_at_once(tmp_path: Path) -> None:
+    error = await failure(tmp_path, {"type": "mcp", "command": "sh", "args": ["-c", "echo 'no config' >&2; exit 3"]})
+    assert error.type == "APP_NOT_RUNNING"
+    assert "no config" in error.detail
