@@ -26,7 +26,7 @@ from mcp.client.session import ClientRequestContext
 from aai_gateway.web import UI_PATH
 from tests.e2e.mcp_client import Inbox, error_of, stdio_session, text_of
 from tests.mcpservers.servers import GIT_SERVER, alive, descriptor, install, marked, node, server_js, stdio
-from tests.support import ROOT, gateway_command, stop, until, wait_until
+from tests.support import ROOT, TEST_APPS, Bus, gateway_command, install_descriptor, stop, until, wait_until
 from tests.web.ui_support import make_ui
 
 pytestmark = pytest.mark.anyio
@@ -136,12 +136,18 @@ async def test_a_python_server_from_pypi_on_a_repository_the_test_makes(tmp_path
         assert "Add the notes" in log
 
 
-async def test_filesystem_server_and_a_batch_across_servers(tmp_path: Path) -> None:
+async def test_filesystem_server_and_a_batch_across_servers_and_a_native_app(
+    tmp_path: Path, bus: Bus, echo_app: None
+) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()
     files = descriptor("mcp.files", stdio("filesystem", str(shared)))
     memory = descriptor("mcp.memory", stdio("memory", MEMORY_FILE_PATH=str(tmp_path / "memory.jsonl")))
-    async with gateway(tmp_path, files, memory) as session:
+    home = tmp_path / "home"
+    install(home / ".aai", files, memory)
+    install_descriptor(home / ".aai", TEST_APPS / "dev.aai.echo" / "aai.json")
+    env = {**env_of(home), "DBUS_SESSION_BUS_ADDRESS": bus.address}
+    async with stdio_session(env, tmp_path / "gateway.log") as session:
         target = str(shared / "a.txt")
         written = await exec_(session, "mcp.files", "write_file", {"path": target, "content": "from the gateway"})
         assert not written.is_error, written
@@ -149,14 +155,17 @@ async def test_filesystem_server_and_a_batch_across_servers(tmp_path: Path) -> N
         calls = [
             {"app": "mcp.files", "tool": "read_text_file", "args": {"path": target}},
             {"app": "mcp.memory", "tool": "read_graph", "args": {}},
+            {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "native"}},
             {"app": "mcp.files", "tool": "read_text_file", "args": {"path": "/etc/passwd"}},
         ]
         report = (await session.call_tool("aai_batch", {"calls": calls})).structured_content
         assert report is not None
-        first, second, outside = report["results"]
+        first, second, native, outside = report["results"]
         assert first["status"] == "ok"
         assert first["result"]["content"][0]["text"] == "from the gateway"
         assert second["status"] == "ok"
+        assert native["status"] == "ok"
+        assert "native" in json.dumps(native["result"])
         assert outside["status"] == "ok"  # the server's own refusal, an isError result passed on
         assert outside["result"]["isError"] is True
 
