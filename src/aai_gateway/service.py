@@ -84,7 +84,7 @@ class Gateway:
         if history is None:
             history = HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
         self.history = history
-        self._recorder = Recorder(history, Redactor(known_secrets(settings)), self.find)
+        self._recorder = Recorder(history, Redactor(known_secrets(settings)), self._called)
         self._slots = asyncio.Semaphore(settings.max_concurrent_calls)
         self._app_slots: dict[str, asyncio.Semaphore] = {}
         """Each app's own share of the slots, so one hung app cannot hold every slot."""
@@ -201,6 +201,13 @@ class Gateway:
 
     def find(self, app_id: str, tool_name: str) -> tuple[Descriptor, Binding, Tool]:
         return self._find_tool(self.app(app_id), app_id, tool_name)
+
+    def _called(self, app_id: str, tool_name: str) -> tuple[Descriptor, Binding, Tool]:
+        """`find`, with an MCP server's tools as served: the history masks arguments by their schemas."""
+        known = self._live.get(app_id)
+        if known is not None:
+            return self._find_tool(known[1], app_id, tool_name)
+        return self.find(app_id, tool_name)
 
     def _find_tool(self, app: Descriptor, app_id: str, tool_name: str) -> tuple[Descriptor, Binding, Tool]:
         found = app.find_tool(self.platform, tool_name)

@@ -1,6 +1,7 @@
 """A stdio MCP server on the official SDK, for what the npm servers never do: answer a call with a
-JSON-RPC error (`refuse`), and note that a call was cancelled (`wait`, which writes the file named by
-`argv[1]` when its call is cancelled).
+JSON-RPC error (`refuse`), note that a call was cancelled (`wait`, which writes the file named by
+`argv[1]` when its call is cancelled), and take a secret only its schema says is one (`sign`, whose
+`code` is `"format": "password"`).
 
     python -m tests.mcpservers.sdk_server CANCELLED_FILE
 """
@@ -25,6 +26,11 @@ TOOLS = [
         description="Waits, and notes a cancellation",
         input_schema={"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]},
     ),
+    types.Tool(
+        name="sign",
+        description="Signs with a one-time code",
+        input_schema={"type": "object", "properties": {"code": {"type": "string", "format": "password"}}},
+    ),
 ]
 
 
@@ -37,6 +43,8 @@ async def list_tools(
 async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
     if params.name == "refuse":
         raise MCPError(code=types.INTERNAL_ERROR, message="the ledger is locked by another user")
+    if params.name == "sign":
+        return types.CallToolResult(content=[types.TextContent(type="text", text="signed")])
     try:
         await anyio.sleep(float((params.arguments or {})["seconds"]))
     except anyio.get_cancelled_exc_class():

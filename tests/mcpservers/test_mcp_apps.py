@@ -462,3 +462,14 @@ async def test_a_servers_error_and_cancelled_calls(tmp_path: Path) -> None:
         assert late.data["type"] == "TIMEOUT"
         await until(cancelled.exists, 5, "the server to see the call cancelled")
         assert "waited" in text_of(await exec_(session, "mcp.ledger", "wait", {"seconds": 0}))
+        assert text_of(await exec_(session, "mcp.ledger", "sign", {"code": "493817"})) == "signed"
+    history = subprocess.run(
+        [gateway_command(), "history", "--json", "--tool", "sign"],
+        env=env_of(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (record,) = json.loads(history.stdout)
+    assert record["args"] == {"code": "[redacted]"}  # the server's schema says it is a password
+    assert "493817" not in history.stdout
