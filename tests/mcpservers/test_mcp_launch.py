@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from aai_gateway.auth.secrets import open_store
 from aai_gateway.config import load_settings
 from aai_gateway.errors import AaiError
 from aai_gateway.service import Caller, Gateway
@@ -50,3 +52,29 @@ async def test_a_server_that_exits_at_once(tmp_path: Path) -> None:
     error = await failure(tmp_path, {"type": "mcp", "command": "sh", "args": ["-c", "echo 'no config' >&2; exit 3"]})
     assert error.type == "APP_NOT_RUNNING"
     assert "no config" in error.detail
+
+
+async def test_secrets_from_the_environment_and_the_secret_store_reach_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", f"unix:path={tmp_path / 'no-bus'}")  # the store's file, then
+    monkeypatch.setenv("AAI_TEST_PLAIN_KEY", "from-the-environment")
+    home = tmp_path / "home"
+    env = {
+        "FROM_ENV": {"$env": "AAI_TEST_PLAIN_KEY"},
+        "FROM_STORE": {"$keyring": "mcp.everything|TOKEN"},
+        "PLAIN": "as-written",
+    }
+    execution = {"type": "mcp", "command": node(), "args": [server_js("everything"), "stdio"], "env": env}
+    install(home / ".aai", descriptor("mcp.everything", execution))
+    settings = load_settings({"HOME": str(home), "AAI_PLATFORM": "linux"})
+    open_store(settings, probe_timeout=2).set("mcp.everything|TOKEN", "from-the-store")
+    gateway = Gateway(settings)
+    try:
+        result = await gateway.call("mcp.everything", "get-env", {}, Caller(name="cli", transport="cli"))
+    finally:
+        await gateway.aclose()
+    text = json.dumps(result)
+    for value in ("from-the-environment", "from-the-store", "as-written"):
+        assert value in text
+    assert "AAI_TEST_PLAIN_KEY" not in text  # the gateway's own environment is not passed on
