@@ -10,7 +10,9 @@ import pytest
 
 from aai_gateway.auth.secrets import open_store
 from aai_gateway.config import load_settings
+from aai_gateway.descriptor.validate import check_document
 from aai_gateway.errors import AaiError
+from aai_gateway.executors.mcp_launch import launch_of
 from aai_gateway.service import Caller, Gateway
 from tests.mcpservers.servers import descriptor, install, node, server_js
 
@@ -78,3 +80,22 @@ async def test_secrets_from_the_environment_and_the_secret_store_reach_the_serve
     for value in ("from-the-environment", "from-the-store", "as-written"):
         assert value in text
     assert "AAI_TEST_PLAIN_KEY" not in text  # the gateway's own environment is not passed on
+
+
+async def test_an_http_servers_headers_carry_the_web_apps_auth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AAI_TEST_REMOTE_TOKEN", "t0ken")
+    monkeypatch.setenv("AAI_TEST_TENANT", "acme")
+    doc = descriptor(
+        "mcp.remote",
+        {"type": "mcp", "url": "https://mcp.example.com/mcp", "headers": {"X-Tenant": {"$env": "AAI_TEST_TENANT"}}},
+    )
+    doc["auth"] = {"type": "bearer", "bearer": {"envVar": "AAI_TEST_REMOTE_TOKEN"}}
+    loaded = check_document(doc, "aai.json")
+    assert loaded.descriptor is not None, loaded.problems
+    binding = loaded.descriptor.mcp
+    assert binding is not None
+    settings = load_settings({"HOME": str(tmp_path), "AAI_PLATFORM": "linux"})
+    launch = await launch_of(loaded.descriptor, binding, settings)
+    assert launch.url == "https://mcp.example.com/mcp"
+    assert dict(launch.headers) == {"X-Tenant": "acme", "Authorization": "Bearer t0ken"}
+    assert "t0ken" not in repr(launch)
