@@ -113,6 +113,8 @@ class Settings:
     max_concurrent_calls: int = 32
     """Operations running at once across the whole gateway (and the parallelism of one aai:batch)."""
     max_calls_per_app: int = 16
+    mcp_idle_seconds: float = 600.0
+    """Seconds without calls after which a stdio MCP server served as an app is stopped; 0: never."""
     """Operations running at once for one app, so a hung app leaves the other slots to the others."""
     web_allow_http_loopback: bool = False
     web_allow_private_networks: bool = False
@@ -379,6 +381,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         require_history=data.get("requireHistory", False),
         max_concurrent_calls=data.get("maxConcurrentCalls", 32),
         max_calls_per_app=data.get("maxCallsPerApp", 16),
+        mcp_idle_seconds=float(data.get("mcpIdleSeconds", 600)),
         fast_stdio=data.get("fastStdio", True),
         fast_http=data.get("fastHttp", True),
         mcp_auth=data.get("mcpAuth", "remote"),

@@ -38,9 +38,11 @@ from aai_gateway.errors import (
     Timeout,
     ToolNotFound,
 )
-from aai_gateway.executors import Executor, ToolCall
+from aai_gateway.executors import Executor, ListsTools, ToolCall
+from aai_gateway.executors import Forwarded as Forwarded  # noqa: PLC0414 (re-exported: what the MCP layer passes on)
 from aai_gateway.history import HISTORY_FILE, HistoryStore, Recorder, Redactor, known_secrets
 from aai_gateway.problems import describe, pointer
+from aai_gateway.relay import Relay
 from aai_gateway.spelling import Spelling, spelling
 from aai_gateway.telemetry import start as start_telemetry
 from aai_gateway.text import printable, unencodable
@@ -49,6 +51,8 @@ log = logging.getLogger("aai_gateway.calls")
 
 MAX_BATCH = 100
 """Most calls one aai:batch may carry."""
+
+AppsChanged = Callable[[set[str]], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,8 @@ class Caller:
     trace: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
     """The request's `params._meta`, given only when telemetry is on: the W3C trace context of the
     client's span (`traceparent`, `tracestate`, SEP-414) that the call's span continues."""
+    relay: Relay | None = field(default=None, compare=False, repr=False)
+    """The way back to the client while a call runs (an MCP server's progress and questions), if any."""
 
 
 class Gateway:
@@ -82,7 +88,7 @@ class Gateway:
         if history is None:
             history = HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
         self.history = history
-        self._recorder = Recorder(history, Redactor(known_secrets(settings)), self.find)
+        self._recorder = Recorder(history, Redactor(known_secrets(settings)), self._called)
         self._slots = asyncio.Semaphore(settings.max_concurrent_calls)
         self._app_slots: dict[str, asyncio.Semaphore] = {}
         """Each app's own share of the slots, so one hung app cannot hold every slot."""
@@ -90,6 +96,11 @@ class Gateway:
         """Calls under way; one that ends alone commits its record without waiting for others to join it."""
         self.telemetry = start_telemetry(settings, self)
         """Spans and metrics of the calls, or None when not configured (then nothing of it is loaded)."""
+        self._live: dict[str, tuple[Descriptor, Descriptor]] = {}
+        """An MCP server's app with the server's tools, by app id: (the descriptor read, the one served)."""
+        self.listeners: list[AppsChanged] = []
+        """Told the ids of apps whose tools changed without a rescan (an MCP server's list changed)."""
+        self._notices: set[asyncio.Task[None]] = set()
 
     @property
     def platform(self) -> str:
@@ -108,6 +119,7 @@ class Gateway:
         before = _fingerprints(self.apps())
         self.registry.replace(scan(self.settings, self.registry.scan))
         self._validators.clear()
+        self._live.clear()
         after = _fingerprints(self.apps())
         changed = {app_id for app_id in before.keys() | after.keys() if before.get(app_id) != after.get(app_id)}
         if changed:
@@ -154,6 +166,40 @@ class Gateway:
     def guide(self, app_id: str) -> str:
         return self.guide_of(self.app(app_id))
 
+    async def guide_live(self, app_id: str) -> str:
+        """`guide`, for an MCP server's app with the tools the server lists (started if need be)."""
+        return self.guide_of(await self.live(self.app(app_id)))
+
+    async def live(self, app: Descriptor) -> Descriptor:
+        """`app` as served: an MCP server's app gets the server's tools (`tools/list`, kept until it changes)."""
+        binding = app.mcp
+        if binding is None:
+            return app
+        known = self._live.get(app.app_id)
+        if known is not None and known[0] is app:
+            return known[1]
+        executor = self._executor(binding)
+        assert isinstance(executor, ListsTools), binding.automation
+        own = self.settings.apps.get(app.app_id)
+        timeout = (own.timeout if own else None) or self.settings.default_timeout
+        tools = await executor.live_tools(app, binding, timeout)
+        served = replace(app, bindings={**app.bindings, "mcp": replace(binding, tools=tools)})
+        self._live[app.app_id] = (app, served)
+        return served
+
+    def _tools_changed(self, app_id: str) -> None:
+        """An MCP server's tools changed: list them again on next use, and tell every listener."""
+        self._live.pop(app_id, None)
+        for listener in self.listeners:
+            notice = asyncio.ensure_future(listener({app_id}))
+            self._notices.add(notice)
+            notice.add_done_callback(self._notices.discard)
+
+    def server_statuses(self) -> list[Any]:
+        """How each MCP server served as an app is doing (state, pid, restarts, last failure)."""
+        executor = self._executors.get(executors.BACKENDS["mcp"])
+        return list(executor.statuses()) if isinstance(executor, ListsTools) else []
+
     def guide_of(self, app: Descriptor) -> str:
         """The operation guide; a discovered web app's examples name it by its site."""
         site = self.web_apps.site_of(app)
@@ -161,6 +207,13 @@ class Gateway:
 
     def find(self, app_id: str, tool_name: str) -> tuple[Descriptor, Binding, Tool]:
         return self._find_tool(self.app(app_id), app_id, tool_name)
+
+    def _called(self, app_id: str, tool_name: str) -> tuple[Descriptor, Binding, Tool]:
+        """`find`, with an MCP server's tools as served: the history masks arguments by their schemas."""
+        known = self._live.get(app_id)
+        if known is not None:
+            return self._find_tool(known[1], app_id, tool_name)
+        return self.find(app_id, tool_name)
 
     def _find_tool(self, app: Descriptor, app_id: str, tool_name: str) -> tuple[Descriptor, Binding, Tool]:
         found = app.find_tool(self.platform, tool_name)
@@ -275,7 +328,7 @@ class Gateway:
             raise AutomationFailed(
                 f"refused: requireHistory is set and {trouble.describe()}; calls are taken again once it can be written"
             )
-        app, binding, tool = self._find_tool(await self._resolve(app_id), app_id, tool_name)
+        app, binding, tool = self._find_tool(await self.live(await self._resolve(app_id)), app_id, tool_name)
         if not isinstance(args, Mapping):
             raise InvalidParams(f"args must be an object of named arguments, got {type(args).__name__}")
         self._check_args(tool, args)
@@ -306,9 +359,9 @@ class Gateway:
         # the app's own share first, so calls queued for a saturated app hold none of the gateway's slots
         async with self._app_share(app.app_id), self._slots:
             if not late:
-                return await executor.execute(ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=timeout))
+                return await executor.execute(ToolCall(app, binding, tool, args, timeout, caller.relay))
             try:
-                return await executor.execute(ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=timeout))
+                return await executor.execute(ToolCall(app, binding, tool, args, timeout, caller.relay))
             except Timeout as exc:
                 waited = f"the call waited {late:.3g} s for the gateway to start; its timeout is {timeout + late:g} s"
                 raise Timeout(f"{exc.detail} ({waited})") from None
@@ -407,9 +460,12 @@ class Gateway:
             if self.telemetry is not None:
                 created = self.telemetry.executor(created)
             executor = self._executors[backend] = created
+            if isinstance(executor, ListsTools):
+                executor.tools_changed = self._tools_changed
         return executor
 
     async def aclose(self) -> None:
+        self._live.clear()
         closing, self._executors = list(self._executors.values()), {}
         await asyncio.gather(*(e.aclose() for e in closing), return_exceptions=True)
         await self.history.aclose()

@@ -233,6 +233,8 @@ def _app_line(app: Descriptor, platform: str) -> str:
     names = " | ".join(n.text for n in app.names)
     bindings = ", ".join(f"{b.platform} ({b.automation})" for b in app.served(platform))
     count = len(app.tools(platform))
+    if app.mcp is not None:  # the server lists its tools when it runs
+        return f"{app.app_id}  {names}  [{bindings}]  the server's tools"
     return f"{app.app_id}  {names}  [{bindings}]  {count} tool{'s' if count != 1 else ''}"
 
 
@@ -459,7 +461,8 @@ def validate(ctx: click.Context, paths_: tuple[Path, ...], as_json: bool) -> Non
             if result.descriptor is not None:
                 app = result.descriptor
                 count = sum(len(b.tools) for b in app.bindings.values())
-                click.echo(f"ok  {result.source}: {app.app_id} ({app.shape}, {', '.join(app.bindings)}; {count} tools)")
+                tools = "the server's tools" if app.mcp is not None else f"{count} tools"
+                click.echo(f"ok  {result.source}: {app.app_id} ({app.shape}, {', '.join(app.bindings)}; {tools})")
             for problem in result.problems:
                 click.echo(f"{'!! ' if problem.severity == 'error' else '?  '}{problem}")
         bad = sum(1 for r in results if not r.ok)
@@ -496,8 +499,15 @@ def apps(ctx: click.Context, as_json: bool) -> None:
 def guide(ctx: click.Context, app: str) -> None:
     """Print an app's operation guide, as agents see it."""
     gateway = Gateway(settings_of(ctx))
+
+    async def run() -> str:
+        try:
+            return await gateway.guide_live(app)  # an MCP server's app lists the server's tools
+        finally:
+            await gateway.aclose()
+
     try:
-        click.echo(gateway.guide(app), nl=False)
+        click.echo(asyncio.run(run()), nl=False)
     except AaiError as exc:
         fail(str(exc), 1)
 

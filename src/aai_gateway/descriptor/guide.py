@@ -19,6 +19,7 @@ AUTH_TEXT = {
     "linux": "Uses the desktop session's DBus; no sign-in is needed.",
     "android": "Uses Android intents.",
     "ios": "Uses iOS URL schemes.",
+    "mcp": "An MCP server the gateway reaches with the credentials the user configured; no sign-in is asked of you.",
 }
 
 
@@ -76,6 +77,10 @@ _HTTP = (
 )
 _MACOS = "macOS starts the app when a call addresses it; a call is never repeated."
 NEVER = "A call is never repeated."
+_MCP = (
+    "The gateway starts the MCP server on first use and again after it ended; a call is never repeated, and "
+    "the server's own answer (text, images, resources, isError) comes back as the server sent it."
+)
 LIMITS = (
     "Timeouts and limits: each call ends with TIMEOUT after the user's timeout for this app, else the "
     "operation's own, else the user's default (30 s unless set). At most a few calls to one app run at once "
@@ -89,6 +94,7 @@ RETRY_TEXT = {
     "applescript": _MACOS,
     "jxa": _MACOS,
     "apple-events": _MACOS,
+    "mcp": _MCP,
 }
 """What the gateway retries for each automation type (SPEC §5: only where it is safe)."""
 
@@ -102,7 +108,7 @@ def _name(text: str, lang: str | None) -> str:
 
 
 def _auth_text(binding: Binding) -> str:
-    if binding.platform != "web":
+    if binding.platform != "web" and not (binding.automation == "mcp" and binding.auth):
         return AUTH_TEXT.get(binding.platform, "Uses the platform's own authorization.")
     kind = (binding.auth or {}).get("type", "none")
     return {

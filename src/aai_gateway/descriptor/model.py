@@ -13,6 +13,9 @@ from typing import Any, Literal
 
 Shape = Literal["multi", "single", "camel"]
 
+EVERYWHERE = ("web", "mcp")
+"""Platforms whose bindings serve on every platform: a website, an MCP server."""
+
 
 @dataclass(frozen=True, slots=True)
 class Name:
@@ -105,8 +108,14 @@ class Descriptor:
         return self.names[0].text if self.names else self.app_id
 
     def served(self, platform: str) -> tuple[Binding, ...]:
-        """The bindings a gateway on `platform` serves: the platform's own, then `web`."""
-        return tuple(self.bindings[p] for p in (platform, "web") if p in self.bindings)
+        """The bindings a gateway on `platform` serves: the platform's own, then `web` and `mcp`, which
+        serve on every platform."""
+        return tuple(self.bindings[p] for p in (platform, *EVERYWHERE) if p in self.bindings)
+
+    @property
+    def mcp(self) -> Binding | None:
+        """The binding of an MCP server served as this app, whose tools are the server's own."""
+        return self.bindings.get("mcp")
 
     def find_tool(self, platform: str, name: str) -> tuple[Binding, Tool] | None:
         for binding in self.served(platform):

@@ -151,3 +151,17 @@ def dbus_problems(tool: Mapping[str, Any], at: Path, source: str) -> list[Proble
     if "method" in tool and "property" in tool:
         return [Problem(source, pointer([*at, "property"]), "a DBus tool calls a method or reads a property, not both")]
     return []
+
+
+def hint_problems(tool: Mapping[str, Any], at: list[str | int], source: str) -> list[Problem]:
+    """A tool marked both read-only and destructive."""
+    hints = tool.get("annotations") or {}
+    if hints.get("readOnlyHint") is True and hints.get("destructiveHint") is True:
+        return [
+            Problem(
+                source,
+                pointer([*at, "annotations"]),
+                "a tool cannot be both read-only and destructive; drop one of readOnlyHint, destructiveHint",
+            )
+        ]
+    return []

@@ -22,8 +22,9 @@ from jsonschema import Draft7Validator, SchemaError
 from aai_gateway import __version__, problems
 from aai_gateway.descriptor import instances
 from aai_gateway.descriptor.formats import detect, normalise
+from aai_gateway.descriptor.mcp_checks import mcp_problems, override_problems
 from aai_gateway.descriptor.model import Descriptor, Shape
-from aai_gateway.descriptor.tool_checks import dbus_problems, placeholder_problems, ref_problems
+from aai_gateway.descriptor.tool_checks import dbus_problems, hint_problems, placeholder_problems, ref_problems
 from aai_gateway.descriptor.unknown_keys import unknown_keys
 from aai_gateway.problems import Problem, describe, pointer, short
 
@@ -66,13 +67,8 @@ def rules_fingerprint() -> str:
     schemas = files("aai_gateway.descriptor").joinpath("schemas")
     for shape in ("multi", "single", "camel"):
         digest.update(schemas.joinpath(f"aai-{shape}.schema.json").read_bytes())
-    for module in (
-        __file__,
-        problems.__file__,
-        inspect.getfile(unknown_keys),
-        inspect.getfile(ref_problems),
-        instances.__file__,
-    ):
+    checks = (unknown_keys, ref_problems, mcp_problems, instances)
+    for module in (__file__, problems.__file__, *(inspect.getfile(check) for check in checks)):
         digest.update(Path(module).read_bytes())
     return digest.hexdigest()
 
@@ -229,7 +225,7 @@ def _tool_lists(doc: Mapping[str, Any], shape: Shape) -> list[tuple[list[str | i
     if shape == "multi":
         return [(["platforms", p, "tools"], b["automation"], b.get("tools", [])) for p, b in doc["platforms"].items()]
     execution = doc.get("execution") or {}
-    return [(["tools"], str(execution.get("type")), doc["tools"])]
+    return [(["tools"], str(execution.get("type")), doc.get("tools") or [])]
 
 
 def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> list[Problem]:
@@ -249,6 +245,9 @@ def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> lis
                 )
             else:
                 seen[name] = index
+            if automation == "mcp":  # adjusts a tool the server lists: its schema is the server's
+                problems.extend(override_problems(tool, at, source))
+                continue
             if not tool.get("description"):
                 problems.append(
                     Problem(
@@ -266,15 +265,7 @@ def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> lis
                 problems.extend(dbus_problems(tool, at, source))
             if isinstance(tool.get("returns"), dict):
                 problems.extend(_schema_problems(tool["returns"], [*at, "returns"], source, root_object=False))
-            hints = tool.get("annotations") or {}
-            if hints.get("readOnlyHint") is True and hints.get("destructiveHint") is True:
-                problems.append(
-                    Problem(
-                        source,
-                        pointer([*at, "annotations"]),
-                        "a tool cannot be both read-only and destructive; drop one of readOnlyHint, destructiveHint",
-                    )
-                )
+            problems.extend(hint_problems(tool, at, source))
     problems.extend(instances.problems(doc, shape, source))
     name = doc["name"] if shape == "multi" else doc["app"]["name"]
     if isinstance(name, str) and not name.replace("|", "").strip():
@@ -289,6 +280,8 @@ def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> lis
             problems.append(Problem(source, pointer(at), "a web descriptor needs execution.base_url"))
         if doc["platform"] != "web" and kind == "http":
             problems.append(Problem(source, pointer(["execution", "type"]), "type 'http' is only for platform 'web'"))
+        if doc["platform"] == "mcp" or kind == "mcp":
+            problems.extend(mcp_problems(doc, source))
     for at, url in _urls(doc, shape):
         if not isinstance(url, str):
             problems.append(Problem(source, pointer(at), f"must be a string URL, got {short(url)}"))

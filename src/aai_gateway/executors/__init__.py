@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from importlib import import_module
 
 from aai_gateway.config import Settings
-from aai_gateway.executors.base import Executor, ToolCall
+from aai_gateway.executors.base import Executor, Forwarded, ListsTools, ToolCall
 
 BACKENDS: Mapping[str, str] = {
     "dbus": "aai_gateway.executors.dbus:DbusExecutor",
@@ -22,6 +22,7 @@ BACKENDS: Mapping[str, str] = {
     "apple-events": "aai_gateway.executors.osascript:OsascriptExecutor",
     "com": "aai_gateway.executors.com:ComExecutor",
     "com-ipc": "aai_gateway.executors.com:ComExecutor",
+    "mcp": "aai_gateway.executors.mcp:McpExecutor",
 }
 """automation type → "module:class" of its executor."""
 
@@ -42,4 +43,4 @@ def create(automation: str, settings: Settings) -> Executor | None:
     return executor
 
 
-__all__ = ["BACKENDS", "WHY_NOT", "Executor", "ToolCall", "create"]
+__all__ = ["BACKENDS", "WHY_NOT", "Executor", "Forwarded", "ListsTools", "ToolCall", "create"]

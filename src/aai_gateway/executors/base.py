@@ -7,11 +7,12 @@ edge, and it never blocks the event loop: blocking work goes to a thread, always
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from aai_gateway.descriptor import Binding, Descriptor, Tool
+from aai_gateway.relay import Relay
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,8 @@ class ToolCall:
     args: Mapping[str, Any]
     timeout: float
     """Seconds the whole call may take, from the tool, the app settings or the gateway default."""
+    relay: Relay | None = None
+    """The way back to the caller while the call runs (progress, the app's questions), if it has one."""
 
 
 class Executor(Protocol):
@@ -32,3 +35,20 @@ class Executor(Protocol):
     async def aclose(self) -> None:
         """Release connections; the executor may be used again afterwards."""
         ...
+
+
+class Forwarded(dict[str, Any]):
+    """A tool result as an MCP server sent it (`content` blocks, `structuredContent`, `isError`): passed
+    on to the caller unchanged, and recorded in the history as this JSON."""
+
+
+@runtime_checkable
+class ListsTools(Protocol):
+    """An executor whose apps' tools come from the app itself at run time (an MCP server's `tools/list`)."""
+
+    tools_changed: Callable[[str], None] | None
+    """Told the app id when the app says its tools changed."""
+
+    async def live_tools(self, app: Descriptor, binding: Binding, timeout: float) -> tuple[Tool, ...]: ...
+
+    def statuses(self) -> Sequence[Any]: ...

@@ -31,9 +31,10 @@ from aai_gateway.mcp.catalogue import SERVER_NAME, instructions, tool_list
 from aai_gateway.mcp.errors import answer, resource_not_found, unknown_tool
 from aai_gateway.mcp.names import APP_PREFIX, Names, Target
 from aai_gateway.mcp.notify import Notifier
+from aai_gateway.mcp.relay import SessionRelay
 from aai_gateway.mcp.sdk_private import connection_of
 from aai_gateway.mcp.wire.early import Arrived
-from aai_gateway.service import MAX_BATCH, Caller, Gateway
+from aai_gateway.service import MAX_BATCH, Caller, Forwarded, Gateway
 from aai_gateway.text import unencodable
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,7 @@ class GatewayServer:
             on_subscriptions_listen=self.notifier.listen,
         )
         self.server.middleware.append(_before_initialize)
+        gateway.listeners.append(self.apps_changed)
 
     def _seen(self, ctx: ServerRequestContext[Any]) -> None:
         connection = self.notifier.remember(ctx.session)
@@ -178,7 +180,7 @@ class GatewayServer:
         if meta and self.gateway.telemetry is not None:
             caller = replace(caller, trace=meta)
         if target.kind == "guide":
-            return _text(self.gateway.guide(target.app_id))
+            return _text(await self.gateway.guide_live(target.app_id))
         if target.kind == "exec":
             app, tool, args = _exec_arguments(arguments, self.names.exec)
             return _result(await self.gateway.call(app, tool, args, caller))
@@ -299,7 +301,8 @@ def _batch_arguments(arguments: dict[str, Any], name: str) -> tuple[list[Any], b
 
 def _caller(ctx: ServerRequestContext[Any], transport: str) -> Caller:
     arrived = ctx.request.at if isinstance(ctx.request, Arrived) else None
-    return Caller(name=client_name(ctx.session.client_params), transport=transport, ask=_asker(ctx), arrived=arrived)
+    name = client_name(ctx.session.client_params)
+    return Caller(name=name, transport=transport, ask=_asker(ctx), arrived=arrived, relay=SessionRelay(ctx))
 
 
 def client_name(params: types.InitializeRequestParams | None) -> str:
@@ -391,5 +394,7 @@ def _text(text: str) -> types.CallToolResult:
 
 
 def _result(value: Any) -> types.CallToolResult:
+    if isinstance(value, Forwarded):  # an MCP server's own answer: its content blocks as they came
+        return types.CallToolResult.model_validate(value)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return _text(text)

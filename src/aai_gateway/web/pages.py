@@ -147,6 +147,7 @@ class Pages:
             library_problems=catalog.problems,
             message=message,
             report=report,
+            servers={s.app_id: s for s in self.gateway.server_statuses()},
         )
 
     async def _catalog(self) -> Catalog:
@@ -193,11 +194,20 @@ class Pages:
                 return self.render(request, "missing.html", 404, what=f"No app '{app_id}' was found.")
             return self.render(request, "broken.html", app_id=app_id, problems=problems)
         served = app in self.gateway.apps()
+        unlisted = None
+        if served and app.mcp is not None:  # an MCP server's tools are its own list: start it to read it
+            try:
+                app = await self.gateway.live(app)
+            except AaiError as exc:
+                unlisted = str(exc)
+        server = next((s for s in self.gateway.server_statuses() if s.app_id == app.app_id), None)
         return self.render(
             request,
             "app.html",
             app=app,
             served=served,
+            server=server,
+            unlisted=unlisted,
             tools=[
                 _tool_view(binding.platform, binding.automation, tool)
                 for binding, tool in app.tools(self.gateway.platform)

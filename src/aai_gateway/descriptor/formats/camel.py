@@ -16,7 +16,7 @@ from aai_gateway.descriptor.model import Descriptor, Name, Tool
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
-EXECUTION_TYPES = {"http": "http", "dbus": "dbus", "com": "com-ipc", "apple-events": "apple-events"}
+EXECUTION_TYPES = {"http": "http", "dbus": "dbus", "com": "com-ipc", "apple-events": "apple-events", "mcp": "mcp"}
 """C's named execution types; `ipc` means the platform's envelope (see `ENVELOPE`)."""
 
 RENAMED = {"object_path": "object", "input_schema": "parameters"}
@@ -62,7 +62,7 @@ def normalise(doc: Mapping[str, Any], source: str = "") -> Descriptor:
         names=names_of(doc["app"]),
         execution=execution,
         auth=auth,
-        tools=tuple(tool_from(t) for t in doc["tools"]),
+        tools=tuple(tool_from(t) for t in doc.get("tools") or ()),
         automation=automation_for(doc["platform"], execution.get("type")),
         shape="camel",
         source=source,

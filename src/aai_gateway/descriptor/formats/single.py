@@ -10,7 +10,9 @@ from aai_gateway.descriptor.model import Binding, Descriptor, Name, Tool
 
 
 def automation_for(platform: str, execution_type: str | None) -> str:
-    """B names only `ipc` or `http`; the model names what actually runs."""
+    """B names `ipc`, `http` or `mcp`; the model names what actually runs."""
+    if execution_type == "mcp":
+        return "mcp"
     if platform == "web" or execution_type == "http":
         return "http"
     return ENVELOPE.get(platform, "ipc")
@@ -36,13 +38,11 @@ def build(
 ) -> Descriptor:
     app = doc["app"]
     platform = doc["platform"]
-    binding = Binding(
-        platform=platform,
-        automation=automation,
-        tools=tools,
-        options={k: v for k, v in execution.items() if k != "type"},
-        auth=auth,
-    )
+    options = {k: v for k, v in execution.items() if k != "type"}
+    if automation == "mcp":  # the server lists its tools; the descriptor's only adjust them
+        options["overrides"] = list(doc.get("tools") or ())
+        tools = ()
+    binding = Binding(platform=platform, automation=automation, tools=tools, options=options, auth=auth)
     return Descriptor(
         app_id=app["id"],
         names=names,
@@ -63,7 +63,7 @@ def normalise(doc: Mapping[str, Any], source: str = "") -> Descriptor:
         names=pipe_names(doc["app"]["name"]),
         execution=execution,
         auth=doc.get("auth"),
-        tools=tuple(tool_from(t) for t in doc["tools"]),
+        tools=tuple(tool_from(t) for t in doc.get("tools") or ()),
         automation=automation_for(doc["platform"], execution.get("type")),
         shape="single",
         source=source,

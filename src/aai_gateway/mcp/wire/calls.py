@@ -27,6 +27,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from aai_gateway.errors import AaiError
 from aai_gateway.mcp.errors import answer, wire_error
 from aai_gateway.mcp.names import Target
+from aai_gateway.mcp.relay import ConnectionRelay
 from aai_gateway.mcp.server import GatewayServer, asker_on, client_name
 from aai_gateway.mcp.wire.jsonrpc import (
     INTERNAL_ERROR,
@@ -137,7 +138,8 @@ def ready_caller(connection: Connection | None, transport: str) -> Caller | None
     if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
         return None
     ask = asker_on(connection, standalone=transport == "http")
-    return Caller(name=client_name(connection.client_params), transport=transport, ask=ask)
+    relay = ConnectionRelay(connection)
+    return Caller(name=client_name(connection.client_params), transport=transport, ask=ask, relay=relay)
 
 
 def takeable(server: GatewayServer, message: dict[str, Any], kinds: frozenset[str] = TAKEN) -> Call | None:
@@ -151,6 +153,9 @@ def takeable(server: GatewayServer, message: dict[str, Any], kinds: frozenset[st
     if not is_request_id(request_id) or not isinstance(name, str):
         return None
     if not (arguments is None or isinstance(arguments, dict)):
+        return None
+    meta = params.get("_meta")
+    if isinstance(meta, dict) and "progressToken" in meta:  # progress is sent on the SDK's path
         return None
     target = server.names.resolve(name)
     if target is None or target.kind not in kinds:

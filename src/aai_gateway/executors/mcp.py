@@ -1,0 +1,65 @@
+"""MCP servers served as apps: each call forwarded to the server's `tools/call`.
+
+The server's session lives in `aai_gateway.mcp_client`; this executor keeps one `Server` per app,
+replaced when the app's descriptor changes, and lists the app's tools from the server (`live_tools`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+
+from aai_gateway.config import Settings
+from aai_gateway.descriptor import Binding, Descriptor, Tool
+from aai_gateway.executors.base import Forwarded, ToolCall
+from aai_gateway.executors.mcp_launch import launch_of
+from aai_gateway.executors.mcp_tools import SERVER_NAME, gateway_tools
+from aai_gateway.mcp_client import Server, ServerStatus
+
+log = logging.getLogger("aai_gateway.executors.mcp")
+
+
+class McpExecutor:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._servers: dict[str, tuple[str, Server]] = {}
+        self._lock = asyncio.Lock()
+        self.tools_changed: Callable[[str], None] | None = None
+        """Told the app id whenever a server says its tool list changed."""
+
+    async def _server(self, app: Descriptor, binding: Binding) -> Server:
+        fingerprint = json.dumps([binding.options, binding.auth], sort_keys=True, default=str)
+        async with self._lock:
+            known = self._servers.get(app.app_id)
+            if known is not None and known[0] == fingerprint:
+                return known[1]
+            if known is not None:
+                log.info("%s: the descriptor changed; stopping the server started from the old one", app.app_id)
+                await known[1].aclose()
+            server = Server(await launch_of(app, binding, self.settings), self._changed)
+            self._servers[app.app_id] = (fingerprint, server)
+            return server
+
+    def _changed(self, app_id: str) -> None:
+        if self.tools_changed is not None:
+            self.tools_changed(app_id)
+
+    async def live_tools(self, app: Descriptor, binding: Binding, timeout: float) -> tuple[Tool, ...]:
+        server = await self._server(app, binding)
+        listed = await server.tools(timeout)
+        return gateway_tools(app.app_id, listed, binding.options.get("overrides") or ())
+
+    async def execute(self, call: ToolCall) -> Forwarded:
+        server = await self._server(call.app, call.binding)
+        name = call.tool.options.get(SERVER_NAME, call.tool.name)
+        return Forwarded(await server.call(name, call.args, call.timeout, call.relay))
+
+    def statuses(self) -> list[ServerStatus]:
+        return [server.status() for _, server in self._servers.values()]
+
+    async def aclose(self) -> None:
+        servers = [server for _, server in self._servers.values()]
+        self._servers = {}
+        await asyncio.gather(*(s.aclose() for s in servers), return_exceptions=True)

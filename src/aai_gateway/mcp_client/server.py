@@ -1,0 +1,421 @@
+"""One MCP server behind the gateway: one session shared by every caller, started on first use.
+
+A stdio server is started when first needed and stopped after `idle` seconds without calls, when the
+gateway closes, or when its descriptor changes. A server that ends on its own is started again on the
+next use, after a delay that doubles with each crash in a row (the failure is logged and kept in
+`status`). An HTTP session the server forgot (404 on its session id) is opened again once per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import ClientSession, MCPError
+from mcp.client.session import ClientRequestContext, IncomingMessage
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import ProgressFnT
+
+from aai_gateway import __version__
+from aai_gateway.errors import AaiError, AppNotRunning, AutomationFailed, Timeout
+from aai_gateway.mcp_client.stdio import Child, spawn
+from aai_gateway.relay import Relay
+
+log = logging.getLogger("aai_gateway.mcp_client")
+
+BACKOFF_FIRST = 0.5
+BACKOFF_MAX = 30.0
+STEADY = 60.0
+"""Seconds a server must have run for its next crash to count as the first in a row again."""
+
+Streams = tuple[Any, Any]
+"""A transport's two message streams, as the SDK's session takes them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """How to reach one server, its secrets already resolved."""
+
+    app_id: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    idle: float = 600.0
+    """Seconds without calls after which a stdio server is stopped; 0 keeps it running."""
+
+    @property
+    def kind(self) -> str:
+        return "http" if self.url else "stdio"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    app_id: str
+    kind: str
+    state: str
+    """"stopped", "starting", "running", "restarting" (after a crash) or "failed" (never started)."""
+    pid: int | None
+    restarts: int
+    last_failure: str | None
+    tools: int | None
+
+
+class Server:
+    def __init__(self, launch: Launch, on_tools_changed: Callable[[str], None] | None = None) -> None:
+        self.launch = launch
+        self._on_tools_changed = on_tools_changed
+        self._session: ClientSession | None = None
+        self._child: Child | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self._tools: list[dict[str, Any]] | None = None
+        self._state = "stopped"
+        self._crashes = 0
+        self._restarts = 0
+        self._ended_at = 0.0
+        self._last_failure: str | None = None
+        self._busy = 0
+        self._used = time.monotonic()
+        self._relays: list[Relay | None] = []
+        """The calls under way, by the way back to each one's caller."""
+
+    @property
+    def label(self) -> str:
+        return self.launch.app_id
+
+    def status(self) -> ServerStatus:
+        return ServerStatus(
+            app_id=self.launch.app_id,
+            kind=self.launch.kind,
+            state=self._state,
+            pid=self._child.pid if self._child is not None and not self._child.exited.is_set() else None,
+            restarts=self._restarts,
+            last_failure=self._last_failure,
+            tools=len(self._tools) if self._tools is not None else None,
+        )
+
+    async def tools(self, timeout: float) -> list[dict[str, Any]]:
+        """The server's `tools/list` (every page), as JSON; fetched once until the server says it changed."""
+        if self._tools is not None:
+            return self._tools
+        async with self._using(timeout) as session:
+            listed: list[dict[str, Any]] = []
+            cursor: str | None = None
+            while True:
+                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await session.list_tools(params=params)
+                listed.extend(t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        self._tools = listed
+        return listed
+
+    async def call(
+        self, name: str, args: Mapping[str, Any], timeout: float, relay: Relay | None = None
+    ) -> dict[str, Any]:
+        """`tools/call` on the server; the result as the server sent it (content, structuredContent, isError).
+
+        While it runs, the server's progress goes to `relay`, and so do its elicitation and sampling requests
+        when this is the only call under way (a request names no call it belongs to)."""
+        progress: ProgressFnT | None = relay.progress if relay is not None else None
+        for attempt in (1, 2):
+            try:
+                async with self._using(timeout) as session:
+                    self._relays.append(relay)
+                    try:
+                        result = await session.call_tool(name, dict(args), progress_callback=progress)
+                    finally:
+                        self._relays.remove(relay)
+            except _Expired:
+                if attempt == 2:
+                    raise AppNotRunning(f"{self.label}: the server ended the session twice in a row") from None
+                log.info("%s: the HTTP session expired; opening a new one", self.label)
+                continue
+            return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        raise AssertionError("unreachable")
+
+    @asynccontextmanager
+    async def _using(self, timeout: float) -> AsyncIterator[ClientSession]:
+        """A live session for one request, which must be answered within `timeout` seconds in all."""
+        deadline = time.monotonic() + timeout
+        self._busy += 1
+        try:
+            session = await self._connect(timeout)
+            left = deadline - time.monotonic()
+            try:
+                with anyio.fail_after(max(left, 0.001)):
+                    yield session
+            except TimeoutError:
+                raise Timeout(f"{self.label} did not answer within {timeout:g} s") from None
+            except MCPError as exc:
+                raise await self._failure(exc, session) from None
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, httpx2.HTTPError) as exc:
+                raise AppNotRunning(self._gone(f"the connection closed ({type(exc).__name__})")) from None
+        finally:
+            self._busy -= 1
+            self._used = time.monotonic()
+
+    async def _failure(self, exc: MCPError, session: ClientSession) -> AaiError | _Expired:
+        if exc.error.code == types.CONNECTION_CLOSED or (self._child is not None and self._child.exited.is_set()):
+            return AppNotRunning(self._gone("the connection closed"))
+        if self.launch.url and await _forgotten(exc, session):
+            self._stop.set()
+            return _Expired()
+        if exc.error.code == types.REQUEST_TIMEOUT:
+            return Timeout(f"{self.label}: {exc.error.message}")
+        return AutomationFailed(f"{self.label}: {exc.error.message}")
+
+    def _gone(self, why: str) -> str:
+        child = self._child
+        if child is not None and child.exited.is_set():
+            said = f"; it said: {child.stderr[-1]}" if child.stderr else ""
+            return f"{self.label} {_ending(child)} during the call{said}; it is started again on the next call"
+        again = "reached" if self.launch.url else "started"
+        return f"{self.label}: {why}; it is {again} again on the next call"
+
+    async def _connect(self, timeout: float) -> ClientSession:
+        async with self._lock:
+            if self._session is not None and self._task is not None and not self._task.done():
+                if not self._ended():
+                    return self._session
+                await self._wind_down()
+            wait = self._backoff()
+            if wait > timeout:
+                raise AppNotRunning(
+                    f"{self.label} crashed {self._crashes} times in a row (last: {self._last_failure}); "
+                    f"it is started again in {wait:.1f} s"
+                )
+            if wait:
+                await asyncio.sleep(wait)
+            loop = asyncio.get_running_loop()
+            ready: asyncio.Future[ClientSession] = loop.create_future()
+            self._stop = asyncio.Event()
+            self._state = "starting"
+            self._task = asyncio.create_task(self._run(ready), name=f"mcp server {self.label}")
+            try:
+                with anyio.fail_after(timeout):
+                    return await asyncio.shield(ready)
+            except TimeoutError:
+                self._stop.set()
+                self._task.cancel()
+                self._last_failure = f"did not start within {timeout:g} s"
+                raise Timeout(f"{self.label} did not start and answer within {timeout:g} s") from None
+
+    def _ended(self) -> bool:
+        """Whether the session is over: the stdio server exited (the session may not have noticed yet), or
+        it was asked to stop (an HTTP session the server forgot)."""
+        return self._stop.is_set() or (self._child is not None and self._child.exited.is_set())
+
+    async def _wind_down(self) -> None:
+        """Let the session of a server that ended finish, recording the crash, before another starts."""
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._task), 10)
+
+    def _backoff(self) -> float:
+        if not self._crashes:
+            return 0.0
+        delay = min(BACKOFF_FIRST * 2.0 ** (self._crashes - 1), BACKOFF_MAX)
+        return max(0.0, self._ended_at + delay - time.monotonic())
+
+    async def _run(self, ready: asyncio.Future[ClientSession]) -> None:
+        started = time.monotonic()
+        crashed = False
+        try:
+            async with self._streams() as streams, self._client(streams) as session:
+                await session.initialize()
+                self._session = session
+                self._state = "running"
+                if self._crashes:
+                    self._restarts += 1
+                ready.set_result(session)
+                crashed = await self._serve()
+        except Exception as exc:
+            crashed = True
+            why = _reason(exc)
+            if self._child is not None and self._child.stderr:
+                why = f"{why}; it said: {self._child.stderr[-1]}"
+            self._last_failure = why
+            log.warning("%s: the server failed: %s", self.label, why)
+            if not ready.done():
+                verb = "reached" if self.launch.url else "started"
+                ready.set_exception(AppNotRunning(f"{self.label} could not be {verb}: {why}"))
+        finally:
+            self._session = None
+            self._child = None
+            self._ended_at = time.monotonic()
+            if crashed:
+                self._crashes = 1 if self._ended_at - started > STEADY else self._crashes + 1
+                self._state = "restarting"
+            else:
+                self._state = "stopped"
+            if not ready.done():
+                ready.set_exception(AppNotRunning(f"{self.label} stopped before it was ready"))
+
+    async def _serve(self) -> bool:
+        """Until asked to stop, idle for too long, or the process ends; True when it ended on its own."""
+        child = self._child
+        idle = self.launch.idle if self.launch.kind == "stdio" else 0
+        while True:
+            if child is not None and child.exited.is_set():
+                await _reaped(child)
+                said = f"; it said: {child.stderr[-1]}" if child.stderr else ""
+                self._last_failure = f"{_ending(child)}{said}"
+                log.warning("%s: the server %s", self.label, self._last_failure)
+                return True
+            if idle and not self._busy and time.monotonic() - self._used >= idle:
+                log.info("%s: stopped after %g s without calls", self.label, idle)
+                return False
+            if self._stop.is_set():
+                return False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), 0.5)
+
+    @asynccontextmanager
+    async def _streams(self) -> AsyncIterator[Streams]:
+        launch = self.launch
+        if launch.url:
+            client = httpx2.AsyncClient(headers=dict(launch.headers), timeout=httpx2.Timeout(30.0, read=300.0))
+            async with client, streamable_http_client(launch.url, http_client=client) as (read, write):
+                yield read, write
+            return
+        assert launch.command is not None
+        async with spawn(self.label, launch.command, launch.args, launch.env, launch.cwd) as child:
+            self._child = child
+            yield child.read, child.write
+
+    def _client(self, streams: Streams) -> ClientSession:
+        read, write = streams
+        return ClientSession(
+            read,
+            write,
+            message_handler=self._notified,
+            elicitation_callback=self._elicit,
+            sampling_callback=self._sample,
+            client_info=types.Implementation(name="aai-gateway", version=__version__),
+        )
+
+    async def _notified(self, message: IncomingMessage) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            log.info("%s: the server's tool list changed", self.label)
+            self._tools = None
+            if self._on_tools_changed is not None:
+                self._on_tools_changed(self.label)
+
+    async def _elicit(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        answer = await self._relayed("elicitation", params)
+        return answer if isinstance(answer, types.ErrorData) else types.ElicitResult.model_validate(answer)
+
+    async def _sample(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        answer = await self._relayed("sampling", params)
+        return answer if isinstance(answer, types.ErrorData) else types.CreateMessageResult.model_validate(answer)
+
+    async def _relayed(
+        self, what: str, params: types.ElicitRequestParams | types.CreateMessageRequestParams
+    ) -> dict[str, Any] | types.ErrorData:
+        """The answer of the caller of the one call under way to the server's request, or a refusal."""
+        relay = self._asker(what)
+        if isinstance(relay, types.ErrorData):
+            return relay
+        ask = relay.elicit if what == "elicitation" else relay.sample
+        try:
+            answer = await ask(params.model_dump(mode="json", by_alias=True, exclude_none=True))
+        except MCPError as exc:
+            return exc.error
+        if answer is None:
+            return _refusal(f"the client calling {self.label} through aai-gateway does not take {what} requests")
+        return answer
+
+    def _asker(self, what: str) -> Relay | types.ErrorData:
+        """The caller a request of the server goes to: the caller of the one call under way."""
+        if len(self._relays) > 1:
+            return _refusal(
+                f"{len(self._relays)} calls to {self.label} are under way through aai-gateway, and a {what} "
+                "request does not say which one it belongs to; it is refused"
+            )
+        relay = self._relays[0] if self._relays else None
+        if relay is None:
+            return _refusal(f"no client of aai-gateway is calling {self.label} to answer a {what} request")
+        return relay
+
+    def forget_tools(self) -> None:
+        self._tools = None
+
+    async def aclose(self) -> None:
+        """Stop the server (and its whole process group) and wait until it is gone."""
+        self._stop.set()
+        task, self._task = self._task, None
+        if task is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await task
+        self._state = "stopped"
+
+
+def _refusal(message: str) -> types.ErrorData:
+    return types.ErrorData(code=types.INVALID_REQUEST, message=message)
+
+
+class _Expired(Exception):
+    """The HTTP server forgot our session; one more try on a new one."""
+
+
+async def _forgotten(exc: MCPError, session: ClientSession) -> bool:
+    """Whether an HTTP server no longer knows the session: a 404 on its id ("Session terminated"), or an
+    HTTP error without a JSON-RPC body (some servers answer an unknown session with 400) that a ping on
+    the same session meets too."""
+    if exc.error.message == "Session terminated":
+        return True
+    if exc.error.code != types.INTERNAL_ERROR or exc.error.message != "Server returned an error response":
+        return False
+    try:
+        with anyio.fail_after(5):
+            await session.send_ping()
+    except MCPError:
+        return True
+    except TimeoutError:
+        return False
+    return False
+
+
+def _ending(child: Child) -> str:
+    code = child.process.returncode
+    if code is None:
+        return "closed its stdout"
+    return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+
+
+async def _reaped(child: Child) -> None:
+    """A moment for the exit status of a server whose stdout ended to arrive."""
+    for _ in range(20):
+        if child.process.returncode is not None:
+            return
+        await asyncio.sleep(0.01)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return f"the command was not found ({exc.filename or exc})"
+    if isinstance(exc, MCPError):
+        return exc.error.message
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return _reason(exc.exceptions[0])
+    return str(exc) or type(exc).__name__
