@@ -20,6 +20,7 @@ from tests.import_samples import (
     SECRETS,
     SLACK_TOKEN,
     check_shape,
+    gateway_validate,
     secrets_in,
     write_all,
     write_codex,
@@ -116,6 +117,11 @@ def test_write_with_environment_references(home: Path, project: Path) -> None:
     assert set(written) == IMPORTED
     for folder, descriptor in written.items():
         check_shape(descriptor, folder)
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "AAI_PLATFORM": "linux"}
+    verdict = gateway_validate([home / ".aai" / folder / "aai.json" for folder in written], env)
+    assert verdict.returncode == 0, verdict.stdout + verdict.stderr
+    listed = subprocess.run([gateway_command(), "apps", "--json"], env=env, capture_output=True, text=True, check=False)
+    assert {a["appId"] for a in json.loads(listed.stdout)} >= IMPORTED, listed.stderr
     assert written["mcp.slack"]["execution"]["env"] == {
         "SLACK_BOT_TOKEN": {"$env": "SLACK_BOT_TOKEN"},
         "SLACK_TEAM_ID": "T01234567",
@@ -141,6 +147,9 @@ def test_write_with_the_keyring(home: Path, project: Path, keyring: GnomeKeyring
     assert set(written) == IMPORTED
     for folder, descriptor in written.items():
         check_shape(descriptor, folder)
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "AAI_PLATFORM": "linux"}
+    verdict = gateway_validate([home / ".aai" / folder / "aai.json" for folder in written], env)
+    assert verdict.returncode == 0, verdict.stdout + verdict.stderr
     assert written["mcp.github"]["execution"]["env"] == {
         "GITHUB_PERSONAL_ACCESS_TOKEN": {"$keyring": "mcp.github|GITHUB_PERSONAL_ACCESS_TOKEN"}
     }
