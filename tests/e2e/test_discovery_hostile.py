@@ -256,4 +256,5 @@ async def _listing(client: RawClient) -> dict[str, str]:
 def _shows(edit: str, listing: dict[str, str]) -> bool:
     if edit == "add":
         return "app_dev_aai_notes" in listing
-    return "Changed while starting" in listing["app_dev_aai_echo"]
+    # the app may be missing for a moment: a scan can read the file half rewritten (write_text truncates first)
+    return "Changed while starting" in listing.get("app_dev_aai_echo", "")
