@@ -51,6 +51,8 @@ log = logging.getLogger("aai_gateway.calls")
 
 MAX_BATCH = 100
 """Most calls one aai:batch may carry."""
+CHANGES_SETTLE = 0.05
+"""Seconds an MCP server's tool-list changes are gathered before clients are told once."""
 
 AppsChanged = Callable[[set[str]], Awaitable[None]]
 
@@ -101,6 +103,8 @@ class Gateway:
         self.listeners: list[AppsChanged] = []
         """Told the ids of apps whose tools changed without a rescan (an MCP server's list changed)."""
         self._notices: set[asyncio.Task[None]] = set()
+        self._changing: set[str] = set()
+        """Apps whose tools changed since the last notice, while one is on its way."""
 
     @property
     def platform(self) -> str:
@@ -122,6 +126,8 @@ class Gateway:
         self._live.clear()
         after = _fingerprints(self.apps())
         changed = {app_id for app_id in before.keys() | after.keys() if before.get(app_id) != after.get(app_id)}
+        if before.keys() - after.keys():
+            self._stop_unserved(set(after))
         if changed:
             log.info("apps changed: %s; now serving %s", ", ".join(sorted(changed)), ", ".join(after) or "none")
         return changed
@@ -187,13 +193,34 @@ class Gateway:
         self._live[app.app_id] = (app, served)
         return served
 
+    def _stop_unserved(self, served: set[str]) -> None:
+        """Stop the servers of apps a rescan removed (an MCP server's process), in the background."""
+        for executor in list(self._executors.values()):
+            if isinstance(executor, ListsTools):
+                try:
+                    stopping = asyncio.ensure_future(executor.retain(served))
+                except RuntimeError:  # no event loop: a one-shot command, whose exit stops everything
+                    return
+                self._notices.add(stopping)
+                stopping.add_done_callback(self._notices.discard)
+
     def _tools_changed(self, app_id: str) -> None:
-        """An MCP server's tools changed: list them again on next use, and tell every listener."""
+        """An MCP server's tools changed: list them again on next use, and tell every listener once for a
+        burst of changes (a server may say so several times as it starts)."""
         self._live.pop(app_id, None)
+        if self._changing:  # a notice is on its way and will name this app too
+            self._changing.add(app_id)
+            return
+        self._changing = {app_id}
+        notice = asyncio.ensure_future(self._tell_changed())
+        self._notices.add(notice)
+        notice.add_done_callback(self._notices.discard)
+
+    async def _tell_changed(self) -> None:
+        await asyncio.sleep(CHANGES_SETTLE)
+        changed, self._changing = self._changing, set()
         for listener in self.listeners:
-            notice = asyncio.ensure_future(listener({app_id}))
-            self._notices.add(notice)
-            notice.add_done_callback(self._notices.discard)
+            await listener(changed)
 
     def server_statuses(self) -> list[Any]:
         """How each MCP server served as an app is doing (state, pid, restarts, last failure)."""

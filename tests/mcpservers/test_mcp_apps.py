@@ -287,6 +287,26 @@ async def test_no_server_outlives_the_gateway(tmp_path: Path, ending: str) -> No
     assert not [pid for pid in pids if alive(pid)]
 
 
+async def test_removing_a_servers_descriptor_stops_the_server(tmp_path: Path) -> None:
+    """The app is gone after the rescan the file watcher makes, and its server with it; the other keeps running."""
+    mark, other = uuid.uuid4().hex, uuid.uuid4().hex
+    memory = descriptor("mcp.memory", stdio("memory", mark=mark, MEMORY_FILE_PATH=str(tmp_path / "m.jsonl")))
+    everything = descriptor("mcp.everything", stdio("everything", "stdio", mark=other))
+    async with gateway(tmp_path, memory, everything) as session:
+        await exec_(session, "mcp.memory", "read_graph")
+        await exec_(session, "mcp.everything", "echo", {"message": "up"})
+        (pid,) = marked(mark)
+        (kept,) = marked(other)
+        (tmp_path / "home" / ".aai" / "mcp.memory" / "aai.json").unlink()
+        deadline = time.monotonic() + 10
+        while alive(pid) and time.monotonic() < deadline:
+            await anyio.sleep(0.1)
+        assert not alive(pid)
+        assert alive(kept)
+        echoed = await exec_(session, "mcp.everything", "echo", {"message": "still"})
+        assert not echoed.is_error
+
+
 async def test_idle_servers_stop_and_start_again_on_use(tmp_path: Path) -> None:
     mark = uuid.uuid4().hex
     app = descriptor("mcp.memory", stdio("memory", mark=mark, MEMORY_FILE_PATH=str(tmp_path / "m.jsonl")))
@@ -310,6 +330,8 @@ async def test_list_changed_of_a_server_reaches_our_clients(tmp_path: Path) -> N
     async with stdio_session(env_of(home), tmp_path / "gateway.log", inbox=inbox) as session:
         await session.call_tool("app_mcp_everything", {})
         await inbox.wait_for("notifications/tools/list_changed", timeout=10)
+        await anyio.sleep(1)  # the server says it several times as it starts: our clients are told once
+        assert inbox.methods.count("notifications/tools/list_changed") == 1, inbox.methods
 
 
 def _free_port() -> int:

@@ -7,7 +7,7 @@ edge, and it never blocks the event loop: blocking work goes to a thread, always
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -52,3 +52,6 @@ class ListsTools(Protocol):
     async def live_tools(self, app: Descriptor, binding: Binding, timeout: float) -> tuple[Tool, ...]: ...
 
     def statuses(self) -> Sequence[Any]: ...
+
+    async def retain(self, app_ids: Set[str]) -> None:
+        """Stop what serves apps not in `app_ids` (no longer served after a rescan)."""

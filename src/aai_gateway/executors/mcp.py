@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Set
 
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Binding, Descriptor, Tool
@@ -55,6 +55,14 @@ class McpExecutor:
         server = await self._server(call.app, call.binding)
         name = call.tool.options.get(SERVER_NAME, call.tool.name)
         return Forwarded(await server.call(name, call.args, call.timeout, call.relay))
+
+    async def retain(self, app_ids: Set[str]) -> None:
+        async with self._lock:
+            gone = [app_id for app_id in self._servers if app_id not in app_ids]
+            stopping = [self._servers.pop(app_id)[1] for app_id in gone]
+        for app_id in gone:
+            log.info("%s: no longer served; stopping its server", app_id)
+        await asyncio.gather(*(s.aclose() for s in stopping), return_exceptions=True)
 
     def statuses(self) -> list[ServerStatus]:
         return [server.status() for _, server in self._servers.values()]
