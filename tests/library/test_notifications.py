@@ -30,32 +30,18 @@ ENTRY = bundled_folder() / APP
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("notifications")
-
-
-@pytest.fixture(scope="module")
-def shared_bus(workdir: Path) -> Iterator[Bus]:
-    session = Bus(workdir / "bus")
-    try:
-        yield session
-    finally:
-        session.stop()
-
-
-@pytest.fixture(scope="module")
 def display(workdir: Path) -> Iterator[str]:
     with free_display(workdir) as number:
         yield number
 
 
 @pytest.fixture(scope="module")
-def dunst(shared_bus: Bus, display: str, workdir: Path) -> Iterator[Bus]:
+def dunst(library_bus: Bus, display: str, workdir: Path) -> Iterator[Bus]:
     """dunst once for the module, on the private bus and display, with the test's dunstrc only."""
     config = workdir / "dunstrc"
     config.write_text(DUNSTRC)
     log = workdir / "dunst.log"
-    env = shared_bus.env(DISPLAY=display)
+    env = library_bus.env(DISPLAY=display)
     env.pop("WAYLAND_DISPLAY", None)
     with log.open("w") as out:
         proc = subprocess.Popen(
@@ -65,10 +51,10 @@ def dunst(shared_bus: Bus, display: str, workdir: Path) -> Iterator[Bus]:
 
         def serving() -> bool:
             assert proc.poll() is None, f"dunst exited with {proc.returncode}: {log.read_text()}"
-            return shared_bus.has_owner(NOTIFICATIONS)
+            return library_bus.has_owner(NOTIFICATIONS)
 
         wait_until(serving, 30, f"dunst to own {NOTIFICATIONS}")
-        yield shared_bus
+        yield library_bus
     finally:
         stop(proc)
 

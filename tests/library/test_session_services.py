@@ -24,30 +24,16 @@ SECRETS = "org.freedesktop.secrets"
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("session-services")
-
-
-@pytest.fixture(scope="module")
-def session_bus(workdir: Path) -> Iterator[Bus]:
-    private = Bus(workdir / "bus")
-    try:
-        yield private
-    finally:
-        private.stop()
-
-
-@pytest.fixture(scope="module")
-def xfconfd(session_bus: Bus, workdir: Path) -> Iterator[dict[str, str]]:
+def xfconfd(library_bus: Bus, workdir: Path) -> Iterator[dict[str, str]]:
     """xfconfd with settings of its own (XDG_CONFIG_HOME); yields the environment its clients use."""
     [program] = Path("/usr/lib").glob("*/xfce4/xfconf/xfconfd")
-    env = session_bus.env(XDG_CONFIG_HOME=str(workdir / "config"))
+    env = library_bus.env(XDG_CONFIG_HOME=str(workdir / "config"))
     proc = subprocess.Popen([str(program)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
 
         def serving() -> bool:
             assert proc.poll() is None, f"xfconfd exited with {proc.returncode}"
-            return session_bus.has_owner("org.xfce.Xfconf")
+            return library_bus.has_owner("org.xfce.Xfconf")
 
         wait_until(serving, 20, "xfconfd on the private bus")
         yield env
@@ -56,16 +42,16 @@ def xfconfd(session_bus: Bus, workdir: Path) -> Iterator[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def keyring(session_bus: Bus, workdir: Path) -> Iterator[GnomeKeyring]:
-    started = GnomeKeyring(session_bus, workdir / "keyring")
+def keyring(library_bus: Bus, workdir: Path) -> Iterator[GnomeKeyring]:
+    started = GnomeKeyring(library_bus, workdir / "keyring")
     try:
         yield started
     finally:
         started.stop()
 
 
-def gateway_env(session_bus: Bus, home: Path) -> dict[str, str]:
-    return session_bus.env(HOME=str(home), AAI_PLATFORM="linux")
+def bus_env(library_bus: Bus, home: Path) -> dict[str, str]:
+    return library_bus.env(HOME=str(home), AAI_PLATFORM="linux")
 
 
 def xfconf_query(env: dict[str, str], channel: str, prop: str) -> subprocess.CompletedProcess[str]:
@@ -74,8 +60,8 @@ def xfconf_query(env: dict[str, str], channel: str, prop: str) -> subprocess.Com
     )
 
 
-async def test_xfconf(session_bus: Bus, xfconfd: dict[str, str], tmp_path: Path) -> None:
-    async with driving(XFCONF, tmp_path, lambda home: gateway_env(session_bus, home)) as run:
+async def test_xfconf(library_bus: Bus, xfconfd: dict[str, str], tmp_path: Path) -> None:
+    async with driving(XFCONF, tmp_path, lambda home: bus_env(library_bus, home)) as run:
         listed = subprocess.run(["xfconf-query", "-l"], env=xfconfd, capture_output=True, text=True, check=True)
         assert sorted(await run("list_channels")) == sorted(listed.stdout.split()[1:])  # after "Channels:"
 
@@ -109,9 +95,9 @@ def secret_tool(bus: Bus, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["secret-tool", *args], env=bus.env(), capture_output=True, text=True, check=False)
 
 
-async def test_secret_service(session_bus: Bus, keyring: GnomeKeyring, tmp_path: Path) -> None:
+async def test_secret_service(library_bus: Bus, keyring: GnomeKeyring, tmp_path: Path) -> None:
     attributes = {"service": "library-test.example", "username": "anna"}
-    async with driving(SECRETS, tmp_path, lambda home: gateway_env(session_bus, home)) as run:
+    async with driving(SECRETS, tmp_path, lambda home: bus_env(library_bus, home)) as run:
         collections = await run("list_collections")
         assert "/org/freedesktop/secrets/collection/login" in collections
         output, secret_session = await run("open_session")
@@ -123,7 +109,7 @@ async def test_secret_service(session_bus: Bus, keyring: GnomeKeyring, tmp_path:
         )
         assert prompt == "/"
         assert item.startswith("/org/freedesktop/secrets/collection/login/")
-        assert secret_tool(session_bus, "lookup", *attributes_args(attributes)).stdout == "s3cret ü!"
+        assert secret_tool(library_bus, "lookup", *attributes_args(attributes)).stdout == "s3cret ü!"
 
         assert await run("search_items", attributes={"service": "library-test.example"}) == [[item], []]
         info = await run("item_info", item=item)
@@ -136,7 +122,7 @@ async def test_secret_service(session_bus: Bus, keyring: GnomeKeyring, tmp_path:
         assert "object path" in detail
 
         assert await run("delete_item", item=item) == "/"
-        assert secret_tool(session_bus, "lookup", *attributes_args(attributes)).returncode != 0
+        assert secret_tool(library_bus, "lookup", *attributes_args(attributes)).returncode != 0
         assert await run("search_items", attributes={"service": "library-test.example"}) == [[], []]
 
 

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from aai_gateway import paths
 from aai_gateway.config import Settings, load_settings
 from aai_gateway.errors import ConfigError
-from aai_gateway.history import parse_time
+from aai_gateway.history import HISTORY_FILE, STATUSES, HistoryStore, parse_time
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -53,3 +54,35 @@ class TimeParam(click.ParamType[datetime]):
 def terminal_safe(text: str) -> str:
     """Control characters shown as escapes, so that recorded text cannot drive the terminal."""
     return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
+def history_store(ctx: click.Context) -> HistoryStore:
+    """The call history of the AAI home the settings name."""
+    settings = settings_of(ctx)
+    return HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
+
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def history_filters(command: Command) -> Command:
+    """The options that choose calls of the history (--app, --tool, --status, --caller, --since, --until),
+    as every command reading the history takes them."""
+    options = (
+        click.option("--app", help="Only calls to this app id."),
+        click.option("--tool", help="Only calls of this tool."),
+        click.option("--status", type=click.Choice(STATUSES), help="Only calls that succeeded, or that failed."),
+        click.option("--caller", help="Only calls from this client (its MCP clientInfo name, or cli)."),
+        click.option(
+            "--since", type=TimeParam(), help="From this time on: ISO (UTC unless a zone is given) or an age: 2h, 7d."
+        ),
+        click.option("--until", type=TimeParam(), help="Up to this time, in the same forms as --since."),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def check_range(since: datetime | None, until: datetime | None) -> None:
+    if since is not None and until is not None and since > until:
+        raise click.UsageError("--since is later than --until")

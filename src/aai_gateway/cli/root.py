@@ -16,14 +16,21 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from aai_gateway import __version__, logs, paths
-from aai_gateway.cli.common import TimeParam, fail, settings_of, terminal_safe
+from aai_gateway.cli.common import (
+    check_range,
+    fail,
+    history_filters,
+    history_store,
+    settings_of,
+    terminal_safe,
+)
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_document, load
 from aai_gateway.discovery import Scan, scan
 from aai_gateway.errors import AaiError
 from aai_gateway.executors.script_checks import with_script_checks
-from aai_gateway.history import HISTORY_FILE, STATUSES, HistoryStore, HistoryUnavailable, Record
+from aai_gateway.history import HistoryStore, HistoryUnavailable, Record
 from aai_gateway.processes import alive
 from aai_gateway.service import Caller, Gateway
 
@@ -545,20 +552,8 @@ def call(ctx: click.Context, app: str, tool: str, args: str) -> None:
 # history: the calls the gateway ran, from the SQLite store in the AAI home.
 
 
-def _history_store(ctx: click.Context) -> HistoryStore:
-    settings = settings_of(ctx)
-    return HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
-
-
 @main.group(invoke_without_command=True, short_help="List the calls the gateway ran; `history show ID` prints one.")
-@click.option("--app", help="Only calls to this app id.")
-@click.option("--tool", help="Only calls of this tool.")
-@click.option("--status", type=click.Choice(STATUSES), help="Only calls that succeeded, or that failed.")
-@click.option("--caller", help="Only calls from this client (its MCP clientInfo name, or cli).")
-@click.option(
-    "--since", type=TimeParam(), help="From this time on: ISO (UTC unless a zone is given) or an age: 30m, 2h, 7d."
-)
-@click.option("--until", type=TimeParam(), help="Up to this time, in the same forms as --since.")
+@history_filters
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many calls.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of whole records.")
 @click.pass_context
@@ -579,9 +574,8 @@ def history(
     """
     if ctx.invoked_subcommand is not None:
         return
-    if since is not None and until is not None and since > until:
-        raise click.UsageError("--since is later than --until")
-    store = _history_store(ctx)
+    check_range(since, until)
+    store = history_store(ctx)
     _warn_of_trouble(store)
     filters: dict[str, Any] = {"app": app, "tool": tool, "status": status, "caller": caller}
     try:
@@ -641,7 +635,7 @@ def _history_row(record: Record) -> tuple[str, ...]:
 @click.pass_context
 def history_show(ctx: click.Context, call_id: str, as_json: bool) -> None:
     """Print one call whole: who, what, arguments, outcome and result excerpt."""
-    store = _history_store(ctx)
+    store = history_store(ctx)
     _warn_of_trouble(store)
     try:
         record = store.get(call_id.strip())

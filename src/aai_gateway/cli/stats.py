@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from aai_gateway.cli.common import TimeParam, fail, settings_of, terminal_safe
-from aai_gateway.history import HISTORY_FILE, HistoryStore, HistoryUnavailable
+from aai_gateway.cli.common import TimeParam, check_range, fail, history_store, terminal_safe
+from aai_gateway.history import HistoryUnavailable
 from aai_gateway.history.stats import Stats
 
 DEFAULT_SPAN = timedelta(days=7)
@@ -32,10 +32,8 @@ def stats(
     busiest callers and the consent questions asked and answered: the numbers of the UI's Insights page."""
     until = until or datetime.now(UTC)
     since = since or until - DEFAULT_SPAN
-    if since > until:
-        raise click.UsageError("--since is later than --until")
-    settings = settings_of(ctx)
-    store = HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
+    check_range(since, until)
+    store = history_store(ctx)
     try:
         found = store.stats(since, until, app=app, tool=tool)
     except HistoryUnavailable as exc:

@@ -20,14 +20,13 @@ import stat
 from collections import deque
 from collections.abc import Callable
 from contextlib import suppress
-from types import TracebackType
 from typing import BinaryIO, Self, cast
 
 import anyio
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types import JSONRPCError, JSONRPCResponse
 
-from aai_gateway.mcp.threaded import BACKLOG_LIMIT, HELD_LIMIT
+from aai_gateway.mcp.threaded import BACKLOG_LIMIT, HELD_LIMIT, Closing
 from aai_gateway.mcp.wire.early import Arrived
 from aai_gateway.mcp.wire.jsonrpc import PARSE_ERROR, Refusal, encoded, error
 from aai_gateway.mcp.wire.screen import screened
@@ -38,23 +37,7 @@ LINE_LIMIT = 1 << 30
 """Longest request line accepted; the SDK's transport sets none, and arguments may carry megabytes."""
 
 
-class _Closing:
-    """`async with` closes the stream, as the SDK's streams do."""
-
-    async def aclose(self) -> None:
-        return None
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> bool | None:
-        await self.aclose()
-        return None
-
-
-class PipeReader(_Closing):
+class PipeReader(Closing):
     """The server's read stream: one message per line, screened by the wire; a malformed line is answered
     here, in order, and never reaches the SDK. Blank lines are skipped."""
 
@@ -106,7 +89,7 @@ class PipeReader(_Closing):
             raise StopAsyncIteration from None
 
 
-class PipeWriter(_Closing):
+class PipeWriter(Closing):
     """The server's write stream: each message serialised and written as one line, in the order sent."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:

@@ -14,7 +14,8 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import BinaryIO
+from types import TracebackType
+from typing import BinaryIO, Self
 
 import anyio
 from mcp.shared.message import SessionMessage
@@ -33,7 +34,23 @@ HELD_LIMIT = 16 << 20
 copies of its arguments while it runs). Large, as a call waiting for the client's consent holds it too."""
 
 
-class ThreadWriter:
+class Closing:
+    """`async with` closes the stream, as the SDK's streams do (the pipes' streams and these)."""
+
+    async def aclose(self) -> None:
+        return None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+class ThreadWriter(Closing):
     """The server's write stream: each message serialised and written as one line, in the order sent.
 
     It also keeps the count the reader paces itself by: bytes of answers waiting to be written, and bytes
@@ -93,17 +110,8 @@ class ThreadWriter:
         """Wait until the next request may be read."""
         await self._open.wait()
 
-    async def aclose(self) -> None:
-        return None
 
-    async def __aenter__(self) -> ThreadWriter:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-class ThreadReader:
+class ThreadReader(Closing):
     """The server's read stream: one message per line, screened by the wire; a malformed line is answered
     here, in order, and never reaches the SDK. Blank lines are skipped."""
 
@@ -135,7 +143,7 @@ class ThreadReader:
             if request_id is not None:
                 self._writer.release(request_id)
 
-    def __aiter__(self) -> ThreadReader:
+    def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> SessionMessage | Exception:
@@ -143,15 +151,6 @@ class ThreadReader:
             return await self.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        return None
-
-    async def __aenter__(self) -> ThreadReader:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
 
 @contextmanager
