@@ -195,12 +195,13 @@ class Gateway:
 
     def _stop_unserved(self, served: set[str]) -> None:
         """Stop the servers of apps a rescan removed (an MCP server's process), in the background."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop: a one-shot command, whose exit stops everything
+            return
         for executor in list(self._executors.values()):
             if isinstance(executor, ListsTools):
-                try:
-                    stopping = asyncio.ensure_future(executor.retain(served))
-                except RuntimeError:  # no event loop: a one-shot command, whose exit stops everything
-                    return
+                stopping = loop.create_task(executor.retain(served))
                 self._notices.add(stopping)
                 stopping.add_done_callback(self._notices.discard)
 
