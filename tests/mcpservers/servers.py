@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import platform
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,13 @@ def server_js(name: str) -> str:
 def stdio(name: str, *args: str, mark: str = "", **env: Any) -> dict[str, Any]:
     """The execution block of an npm server over stdio."""
     return {"type": "mcp", "command": node(), "args": [server_js(name), *args], "env": {MARK: mark, **env}}
+
+
+def hostile(plan_file: Path, plan: dict[str, Any], mark: str = "", **env: Any) -> dict[str, Any]:
+    """The execution block of `hostile_server` following `plan` (written to `plan_file`)."""
+    plan_file.write_text(json.dumps(plan))
+    script = str(HERE / "hostile_server.py")
+    return {"type": "mcp", "command": sys.executable, "args": [script, str(plan_file)], "env": {MARK: mark, **env}}
 
 
 def descriptor(app_id: str, execution: dict[str, Any], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
