@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_the_hostile_server_answers_as_planned(tmp_path: Path) -> None:
-    plan = {"calls": {"echo": [{"echo": True}], "secret": [{"env": "TOKEN"}]}}
+    plan: dict[str, Any] = {"calls": {"echo": [{"echo": True}], "secret": [{"env": "TOKEN"}]}}
     plan["tools"] = [
         {"name": "echo", "description": "Echoes", "inputSchema": {"type": "object"}},
         {"name": "secret", "description": "Says the token", "inputSchema": {"type": "object"}},
