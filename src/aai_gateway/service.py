@@ -374,6 +374,8 @@ class Gateway:
             asked=asked,
         )
         executor = self._executor(binding)
+        if self.telemetry is not None:  # traced for this run only: the gateway keeps the executor as it is
+            executor = self.telemetry.executor(executor)
         app_settings = self.settings.apps.get(app.app_id)
         # the user's word for this app first, then the descriptor's for this tool, then the user's default
         timeout = (app_settings.timeout if app_settings else None) or tool.timeout or self.settings.default_timeout
@@ -485,8 +487,6 @@ class Gateway:
                     f"this gateway has no executor for '{binding.automation}' automation"
                 )
                 raise AutomationNotSupported(f"{why} (platform {binding.platform})")
-            if self.telemetry is not None:
-                created = self.telemetry.executor(created)
             executor = self._executors[backend] = created
             if isinstance(executor, ListsTools):
                 executor.tools_changed = self._tools_changed

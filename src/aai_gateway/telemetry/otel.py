@@ -186,7 +186,8 @@ class Telemetry:
             self.errors.add(1, {"aai.app": app, "aai.tool": tool, "error.type": error})
 
     def executor(self, executor: Executor) -> Executor:
-        """`executor` with a span around each run of it, under the call's."""
+        """`executor` with a span around each run of it, under the call's: a wrapper for running calls only,
+        so the gateway keeps `executor` itself for all else it does (an MCP server's tools and statuses)."""
         return TracedExecutor(executor, self)
 
     async def aclose(self) -> None:
