@@ -29,6 +29,11 @@ def dbus_tool(doc: dict[str, Any]) -> dict[str, Any]:
     return tool
 
 
+def linux(doc: dict[str, Any]) -> dict[str, Any]:
+    section: dict[str, Any] = doc["platforms"]["linux"]
+    return section
+
+
 def mac_tool(doc: dict[str, Any]) -> dict[str, Any]:
     tool: dict[str, Any] = doc["platforms"]["macos"]["tools"][0]
     return tool
@@ -94,6 +99,16 @@ CASES: dict[str, tuple[dict[str, Any], Edit, str, str]] = {
     "applescript-nope": (MAIL, set_key(mac_tool, "script", 'return "${nope}"'), f"{M}/script", "not a parameter"),
     "applescript-identifier": (MAIL, set_key(mac_tool, "script", "return |${subject}|"), f"{M}/script", "|identifier|"),
     "app-id-10000": (ECHO, lambda d: d.__setitem__("appId", "a." + "b" * 10_000), "/appId", "at most 255 characters"),
+    # Python's `$` matches before a final newline: an id ending in one once passed
+    "app-id-final-newline": (ECHO, lambda d: d.__setitem__("appId", "com.example.nl\n"), "/appId", "expected form"),
+    "tool-name-final-newline": (ECHO, set_key(dbus_tool, "name", "echo\n"), f"{D}/name", "expected form"),
+    "dbus-interface-final-newline": (
+        ECHO,
+        set_key(linux, "interface", "dev.aai.Echo\n"),
+        "/platforms/linux/interface",
+        "expected form",
+    ),
+    "version-final-newline": (ECHO, lambda d: d.__setitem__("schema_version", "1.0\n"), "/schema_version", "form"),
 }
 
 

@@ -54,6 +54,7 @@ ANSWERS: dict[str, Any] = {
     "invalid-name": json.dumps({"tools": [{"name": "count", "newName": "Count Notes!"}]}),
     "unknown-tool": json.dumps({"tools": [{"name": "format_disk", "description": "Formats."}]}),
     "oversized": json.dumps({"tools": [{"name": "count", "description": "x" * 600_000}]}),
+    "newline-name": json.dumps({"tools": [{"name": "add_note", "newName": "add_note_v2\n"}]}),
 }
 SLOW = 3.0
 
@@ -202,13 +203,29 @@ REFUSED = [
 ]
 
 
+HOSTILE = [
+    ("newline-name", "tools/0/newName: 'add_note_v2\\n' does not match"),
+]
+
+
 @pytest.mark.parametrize("case", REFUSED, ids=[m for m, _ in REFUSED])
 def test_a_bad_answer_leaves_the_generated_descriptor(
     notes_bus: Bus, model_server: str, plain: dict[str, Any], tmp_path: Path, case: tuple[str, str]
 ) -> None:
-    model, why = case
+    refused(notes_bus, config(model_server, case[0]), plain, tmp_path, case[1])
+
+
+@pytest.mark.hostile("validation")
+@pytest.mark.parametrize("case", HOSTILE, ids=[m for m, _ in HOSTILE])
+def test_a_hostile_answer_leaves_the_generated_descriptor(
+    notes_bus: Bus, model_server: str, plain: dict[str, Any], tmp_path: Path, case: tuple[str, str]
+) -> None:
+    refused(notes_bus, config(model_server, case[0]), plain, tmp_path, case[1])
+
+
+def refused(notes_bus: Bus, llm: dict[str, Any], plain: dict[str, Any], tmp_path: Path, why: str) -> None:
     out = tmp_path / "aai.json"
-    done = generate(notes_bus, tmp_path / "home", out, "--llm", llm=config(model_server, model))
+    done = generate(notes_bus, tmp_path / "home", out, "--llm", llm=llm)
     assert done.returncode == 0, done.stderr
     [warning] = [line for line in done.stderr.splitlines() if line.startswith("warning: ")]
     assert warning.startswith("warning: the LLM pass is not used: ")

@@ -39,7 +39,7 @@ from aai_gateway.errors import AaiError
 
 MAX_ANSWER_BYTES = 512 * 1024
 MAX_TEXT = 1000
-NEW_NAME = r"^[a-z][a-z0-9_]{0,63}$"
+NEW_NAME = r"^[a-z][a-z0-9_]{0,63}$(?!\n)"
 HINT_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 BINDING_KEYS = frozenset(
     {
