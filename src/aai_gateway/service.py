@@ -18,12 +18,13 @@ from functools import cached_property, partial
 from typing import Any
 
 import referencing.exceptions
-from jsonschema import Draft7Validator
+from jsonschema.protocols import Validator
 
 from aai_gateway import executors
 from aai_gateway.config import Settings
 from aai_gateway.consent import Answer, Ask, ConsentGate, Question
 from aai_gateway.descriptor import Binding, Descriptor, Tool
+from aai_gateway.descriptor.arguments import ArgumentsValidator
 from aai_gateway.descriptor.guide import guide
 from aai_gateway.descriptor.quick_check import Check, compile_check
 from aai_gateway.discovery import Registry, scan, wellknown
@@ -85,7 +86,7 @@ class Gateway:
         self.settings = settings
         self.registry = registry or Registry(scan(settings))
         self._executors: dict[str, Executor] = {}
-        self._validators: dict[int, tuple[Check | None, Draft7Validator]] = {}
+        self._validators: dict[int, tuple[Check | None, Validator]] = {}
         self.web_apps = WebApps()
         if history is None:
             history = HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
@@ -461,7 +462,7 @@ class Gateway:
         known = self._validators.get(id(tool))
         if known is None:
             schema = dict(tool.parameters)
-            known = self._validators[id(tool)] = (compile_check(schema), Draft7Validator(schema))
+            known = self._validators[id(tool)] = (compile_check(schema), ArgumentsValidator(schema))
         quick, validator = known
         if quick is not None and type(args) is dict and quick(args):
             return

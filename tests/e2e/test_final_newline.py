@@ -3,6 +3,7 @@ refused wherever an id is checked, through the installed command."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import subprocess
@@ -15,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.support import TEST_APPS, gateway_command
+from tests.e2e.mcp_client import error_of, stdio_session, text_of
+from tests.support import TEST_APPS, Bus, gateway_command
 
 pytestmark = pytest.mark.e2e
 
@@ -103,3 +105,25 @@ def test_config_values_ending_in_a_newline_are_config_errors(
     assert "config.json" in done.stderr
     assert key in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.anyio
+@pytest.mark.hostile("validation")
+async def test_a_parameter_pattern_refuses_a_value_ending_in_a_newline(
+    bus: Bus, echo_app: None, tmp_path: Path
+) -> None:
+    """A descriptor's patterns are ECMA-262 ones, where `$` is the end of the text: `^[a-z]+$` takes
+    "abc" but not "abc\\n", as any other JSON Schema validator would judge."""
+    home = tmp_path / "home"
+    doc = copy.deepcopy(ECHO)
+    tool = doc["platforms"]["linux"]["tools"][0]
+    tool["parameters"]["properties"]["text"]["pattern"] = "^[a-z]+$"
+    (home / ".aai" / "dev.aai.echo").mkdir(parents=True)
+    (home / ".aai" / "dev.aai.echo" / "aai.json").write_text(json.dumps(doc))
+    (home / ".aai" / "config.json").write_text(json.dumps({"consent": {"default": "allow"}}))
+    async with stdio_session(bus.env(HOME=str(home), AAI_PLATFORM="linux"), tmp_path / "stderr.log") as session:
+        call = {"app": "dev.aai.echo", "tool": tool["name"]}
+        assert text_of(await session.call_tool("aai_exec", call | {"args": {"text": "abc"}})) == "abc"
+        error = await error_of(session, "aai_exec", call | {"args": {"text": "abc\n"}})
+        assert error.data["type"] == "INVALID_PARAMS"
+        assert error.data["detail"] == 'args.text: "abc\\n" is not in the expected form (pattern ^[a-z]+$)'
