@@ -49,7 +49,9 @@ class McpExecutor:
     async def live_tools(self, app: Descriptor, binding: Binding, timeout: float) -> tuple[Tool, ...]:
         server = await self._server(app, binding)
         listed = await server.tools(timeout)
-        return gateway_tools(app.app_id, listed, binding.options.get("overrides") or ())
+        tools, problems = gateway_tools(app.app_id, listed, binding.options.get("overrides") or ())
+        server.tool_problems = problems
+        return tools
 
     async def execute(self, call: ToolCall) -> Forwarded:
         server = await self._server(call.app, call.binding)
