@@ -57,12 +57,10 @@ def schema_verdict(schema: Any, what: str = "input schema") -> Verdict:
     if isinstance(shape, str):
         return Verdict(f"its {what} {shape}")
     notes: list[str] = []
-    for at, pattern in shape:
-        found = compile_regex(pattern)
-        if isinstance(found, Refused) and not found.usable:
+    for at, found in _refused(shape):
+        if not found.usable:
             return Verdict(f"its {what} at {pointer(at)}: {found.message}")
-        if isinstance(found, Refused):
-            notes.append(f"{what} at {pointer(at)}: {found.message}")
+        notes.append(f"{what} at {pointer(at)}: {found.message}")
     kind = schema.get("type", "object")
     if kind != "object" and not (isinstance(kind, list) and "object" in kind):
         return Verdict(f"its {what} describes {short(kind)}, not an object of named arguments")
@@ -81,6 +79,17 @@ def schema_verdict(schema: Any, what: str = "input schema") -> Verdict:
     except TooSlow:
         return Verdict(f"its {what} took more than {CHECK_SECONDS:g} s to check")
     return Verdict(None, tuple(notes))
+
+
+def refused_patterns(schema: Mapping[str, Any]) -> list[tuple[list[str | int], Refused]]:
+    """The patterns of `schema` that are not run, by where they are (none when it is too big to look at)."""
+    shape = _shape(schema)
+    return [] if isinstance(shape, str) else _refused(shape)
+
+
+def _refused(shape: list[tuple[list[str | int], str]]) -> list[tuple[list[str | int], Refused]]:
+    found = [(at, compile_regex(pattern)) for at, pattern in shape]
+    return [(at, regex) for at, regex in found if isinstance(regex, Refused)]
 
 
 def _shape(schema: Mapping[str, Any]) -> list[tuple[list[str | int], str]] | str:
