@@ -53,7 +53,9 @@ async def test_a_backtracking_pattern_holds_up_nothing(tmp_path: Path) -> None:
             _tool("names", {"type": "object", "propertyNames": {"pattern": EVIL}}),
             _tool("example", _string(pattern=EVIL + "x"), "Its guide example is checked against the pattern"),
             _tool("lookahead", _string(pattern="^(?=.*[0-9])[a-z0-9]+$")),
+            {**_tool("shaped", {"type": "object"}), "outputSchema": _string(pattern=EVIL)},
         ],
+        calls={"shaped": [{"reply": {"content": [], "structuredContent": {"a": "a" * 34 + "!"}}}]},
     )
     other = _app(tmp_path, "mcp.other", [ECHO])
     hostile_text = "a" * 34 + "!"
@@ -76,12 +78,15 @@ async def test_a_backtracking_pattern_holds_up_nothing(tmp_path: Path) -> None:
                 group.start_soon(evil_pass, "keys", {hostile_text: 1})
                 group.start_soon(evil_call, "closed", {hostile_text: 1})
                 group.start_soon(evil_call, "names", {hostile_text: 1})
+                group.start_soon(evil_call, "shaped", {})  # the server's answer, against its own output schema
                 await session.send_ping()
                 echoed = await exec_(session, "mcp.other", "echo", {"still": "here"})
                 assert json.loads(text_of(echoed)) == {"still": "here"}
         assert time.monotonic() - started < 20
         for tool in ("pattern", "closed", "names"):
             assert outcomes[tool].data["type"] == "INVALID_PARAMS", (tool, outcomes[tool])
+        assert outcomes["shaped"].data["type"] == "AUTOMATION_FAILED"
+        assert "structuredContent.a" in outcomes["shaped"].data["detail"]
         assert outcomes["keys"] == {hostile_text: 1}  # the key does not match: its value need not be a string
         passed = await exec_(session, "mcp.evil", "pattern", {"a": "aaaa"})
         assert json.loads(text_of(passed)) == {"a": "aaaa"}

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 
 from aai_gateway.descriptor import argument_check
-from aai_gateway.descriptor.argument_check import ArgumentCheck
+from aai_gateway.descriptor.argument_check import ArgumentCheck, result_problem
 from aai_gateway.descriptor.regexes import MAX_COST, Refused, Regex, TooCostly, compile_regex, regex_problem
 from aai_gateway.descriptor.safe_schema import SAFE_META, SafeValidator, TooSlow, deadline, matches
 from aai_gateway.errors import AaiJsonInvalid, InvalidParams
@@ -181,3 +181,20 @@ def test_a_long_check_goes_on_off_the_loop_and_gives_up_in_time(monkeypatch: pyt
     monkeypatch.setattr(argument_check, "CHECK_SECONDS", 0.01)
     with pytest.raises(InvalidParams, match=r"could not be checked .* within 0\.01 s"):
         anyio.run(check.run, many)
+
+
+@pytest.mark.hostile("mcp-server")
+@pytest.mark.parametrize(
+    ("result", "problem"),
+    [
+        ({"content": [], "structuredContent": {"a": "aaa"}}, None),
+        ({"content": [], "structuredContent": {"a": HOSTILE_TEXT}}, "structuredContent.a: "),
+        ({"content": [], "structuredContent": {"a": 1}}, "structuredContent.a: must be a string"),
+        ({"content": []}, "returned no structuredContent"),
+        ({"content": [], "isError": True}, None),
+    ],
+)
+def test_results_are_checked_against_the_output_schema(result: dict[str, Any], problem: str | None) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": EVIL}}}
+    found = result_problem(schema, result)
+    assert found is None if problem is None else problem in (found or "")

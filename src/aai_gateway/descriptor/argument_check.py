@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import referencing.exceptions
+from jsonschema.exceptions import best_match
 
 from aai_gateway.descriptor.quick_check import Check, compile_check
 from aai_gateway.descriptor.safe_schema import InvalidPattern, SafeValidator, TooSlow, deadline
@@ -65,6 +66,24 @@ class ArgumentCheck:
         parts = [f"{field(e.absolute_path)}: {describe(e)}" for e in errors[:MAX_SHOWN]]
         more = f" (and {len(errors) - MAX_SHOWN} more)" if len(errors) > MAX_SHOWN else ""
         return "; ".join(parts) + more
+
+
+def result_problem(schema: Mapping[str, Any], result: Mapping[str, Any]) -> str | None:
+    """What is wrong with a successful MCP tool result whose tool has an output schema, or None. A check that does
+    not end within `ON_LOOP_SECONDS`, or a schema it cannot apply, finds nothing (the result goes back as sent)."""
+    if result.get("isError") is True:
+        return None
+    if "structuredContent" not in result:
+        return "the tool has an output schema but returned no structuredContent"
+    try:
+        with deadline(ON_LOOP_SECONDS):
+            error = best_match(SafeValidator(dict(schema)).iter_errors(result["structuredContent"]))
+    except (TooSlow, RecursionError, referencing.exceptions.Unresolvable, InvalidPattern):
+        return None
+    if error is None:
+        return None
+    where = "structuredContent" + field(error.absolute_path).removeprefix("args")
+    return f"{where}: {describe(error)}"
 
 
 def field(path: Any) -> str:
