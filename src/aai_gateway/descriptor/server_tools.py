@@ -10,6 +10,7 @@ bounded in size (`MAX_DEPTH`, `MAX_PARTS`) and time (`CHECK_SECONDS`).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -49,8 +50,27 @@ def name_problem(name: Any) -> str | None:
     return None
 
 
+_VERDICTS: dict[tuple[str, str], Verdict] = {}
+"""Verdicts by schema text: a server lists the same schemas again after each change of its list."""
+MAX_VERDICTS = 4096
+
+
 def schema_verdict(schema: Any, what: str = "input schema") -> Verdict:
     """Whether `schema` is one the gateway can check arguments against, in bounded time."""
+    try:
+        key = (what, json.dumps(schema, sort_keys=True))
+    except (ValueError, TypeError, RecursionError):
+        return _verdict(schema, what)
+    known = _VERDICTS.get(key)
+    if known is None:
+        known = _verdict(schema, what)
+        if len(_VERDICTS) >= MAX_VERDICTS:
+            _VERDICTS.clear()
+        _VERDICTS[key] = known
+    return known
+
+
+def _verdict(schema: Any, what: str) -> Verdict:
     if not isinstance(schema, Mapping):
         return Verdict(f"its {what} is {json_type(schema)}, not a JSON object")
     shape = _shape(schema)

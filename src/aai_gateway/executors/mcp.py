@@ -52,7 +52,9 @@ class McpExecutor:
     async def live_tools(self, app: Descriptor, binding: Binding, timeout: float) -> tuple[Tool, ...]:
         server = await self._server(app, binding)
         listed = await server.tools(timeout)
-        tools, problems = gateway_tools(app.app_id, listed, binding.options.get("overrides") or ())
+        overrides = binding.options.get("overrides") or ()
+        # hundreds of schemas to check: in a thread, so the event loop keeps answering meanwhile
+        tools, problems = await asyncio.to_thread(gateway_tools, app.app_id, listed, overrides)
         server.tool_problems = problems
         return tools
 
