@@ -351,7 +351,7 @@ class Server:
         if not isinstance(message, SessionMessage) or not isinstance(message.message, types.JSONRPCResponse):
             return message
         result = message.message.result
-        if not isinstance(result.get("tools"), list):
+        if not isinstance(result.get("tools"), list):  # only a tools/list result holds a `tools` list
             return message
         response = message.message.model_copy(update={"result": sift(result, self._sifted, self._version)})
         return SessionMessage(response, message.metadata)
