@@ -7,6 +7,7 @@ message is logged and skipped, so a server that prints stray text keeps its sess
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import subprocess
@@ -32,6 +33,9 @@ log = logging.getLogger("aai_gateway.mcp_client")
 STOP_GRACE = 2.0
 """Seconds a server has to exit after its stdin closes, and again after SIGTERM, before SIGKILL."""
 MAX_LINE = 64 * 1024 * 1024
+MAX_NESTING = 100
+"""Deepest objects and arrays kept of a message the SDK's parser refuses as nested too deeply; deeper ones
+become null (a tool schema that deep is refused anyway)."""
 
 
 @dataclass
@@ -133,12 +137,55 @@ async def _read_lines(
                 try:
                     message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                 except (ValidationError, ValueError):
-                    log.warning("%s: not a JSON-RPC message on stdout, skipped: %s", label, printable(line[:200]))
-                    continue
+                    salvaged = _salvaged(line)
+                    if salvaged is None:
+                        log.warning("%s: not a JSON-RPC message on stdout, skipped: %s", label, printable(line[:200]))
+                        continue
+                    log.warning("%s: an answer on stdout could not be read as it came: %s", label, _gist(salvaged))
+                    message = salvaged
                 try:
                     await writer.send(SessionMessage(message))
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     return
+
+
+def _salvaged(line: str) -> types.JSONRPCMessage | None:
+    """A line the SDK's parser refused, read by Python's with its deepest parts cut; an answer (it has an id and a
+    result or error) that still is not one becomes an error answer to its request. None: nothing to salvage."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    try:
+        message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_python(
+            _cut(data, MAX_NESTING), by_name=False
+        )
+    except ValidationError as exc:
+        request_id = data.get("id")
+        answer = isinstance(request_id, int | str) and not isinstance(request_id, bool)
+        if not answer or not data.keys() & {"result", "error"}:
+            return None
+        why = f"the server's answer is not a JSON-RPC answer ({exc.error_count()} problems)"
+        return types.JSONRPCError(
+            jsonrpc="2.0", id=request_id, error=types.ErrorData(code=types.INTERNAL_ERROR, message=why)
+        )
+    return message
+
+
+def _cut(value: object, depth: int) -> object:
+    if isinstance(value, dict):
+        return None if depth <= 0 else {k: _cut(v, depth - 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return None if depth <= 0 else [_cut(v, depth - 1) for v in value]
+    return value
+
+
+def _gist(message: types.JSONRPCMessage) -> str:
+    if isinstance(message, types.JSONRPCError):
+        return message.error.message
+    return f"objects nested deeper than {MAX_NESTING} levels were cut"
 
 
 async def _stop(label: str, process: anyio.abc.Process, exited: anyio.Event) -> None:
