@@ -8,8 +8,8 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from aai_gateway.executors.http_response import redact
 from aai_gateway.history.redact import Redactor
+from aai_gateway.secret_forms import redact
 
 KEY = 'a+b/c=d%e"f\\g'
 BASIC = "Basic " + base64.b64encode(f"user:{KEY}".encode()).decode()
