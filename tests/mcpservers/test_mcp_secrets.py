@@ -13,11 +13,10 @@ import json
 import os
 import sqlite3
 import subprocess
-import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from html import unescape
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
@@ -32,7 +31,7 @@ from aai_gateway.web import UI_PATH
 from tests.e2e.mcp_client import error_of, stdio_session, text_of
 from tests.mcpservers.servers import descriptor, hostile, install
 from tests.mcpservers.test_mcp_apps import exec_
-from tests.support import gateway_command, wait_until
+from tests.support import gateway_command, served, wait_until
 from tests.web.ui_support import make_ui
 
 pytestmark = pytest.mark.anyio
@@ -233,22 +232,11 @@ class _Echoing(BaseHTTPRequestHandler):
         pass
 
 
-@contextlib.contextmanager
-def echoing_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Echoing)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.mark.hostile("mcp-server")
 @pytest.mark.parametrize("path", ["", "/not-json-rpc"])
 async def test_an_http_server_that_quotes_its_authorization_header(at: Home, path: str) -> None:
-    with echoing_server() as url:
+    with served(_Echoing) as base:
+        url = f"{base}/mcp"
         headers = {"Authorization": {"$env": "AAI_TEST_API_KEY"}, "X-Token": {"$keyring": STORE_NAME}}
         at.install(descriptor("mcp.hostile", {"type": "mcp", "url": url + path, "headers": headers}))
         async with at.session() as session:
