@@ -13,7 +13,7 @@ PLAN.json holds:
   {"reply": RESULT} answer with RESULT (a CallToolResult object) and stop;
   {"echo": true} answer with the arguments as JSON text;
   {"env": NAME} answer with the value of the environment variable NAME as text;
-  {"stderr": TEXT} write TEXT and a newline to stderr;
+  {"stderr": TEXT} write TEXT and a newline to stderr ({"stderr": TEXT, "end": ""}: TEXT alone, part of a line);
   {"notify": N} send N `notifications/tools/list_changed`;
   {"hang": true} never answer (sleep until killed);
   {"exit": CODE} exit at once with CODE;
@@ -70,7 +70,7 @@ def call(request_id: Any, params: dict[str, Any]) -> None:
         if "env" in action:
             return answer(request_id, text(os.environ.get(action["env"], "")))
         if "stderr" in action:
-            sys.stderr.write(action["stderr"] + "\n")
+            sys.stderr.write(action["stderr"] + action.get("end", "\n"))
             sys.stderr.flush()
         elif "notify" in action:
             for _ in range(action["notify"]):

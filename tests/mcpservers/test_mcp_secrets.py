@@ -144,6 +144,25 @@ async def test_a_crash_that_prints_the_secrets_on_stderr(tmp_path: Path, at: Hom
 
 
 @pytest.mark.hostile("mcp-server")
+async def test_a_secret_on_stderr_in_two_writes(tmp_path: Path, at: Home) -> None:
+    half = len(ENV_KEY) // 2
+    crash = [
+        {"stderr": f"key {ENV_KEY[:half]}", "end": ""},
+        {"sleep": 0.3},  # the gateway reads the first half alone (or both at once: then it proves less)
+        {"stderr": f"{ENV_KEY[half:]} refused"},
+        {"exit": 3},
+    ]
+    at.install(secret_server(tmp_path, {"calls": {"echo": crash}}))
+    async with at.session() as session:
+        error = await error_of(session, "aai_exec", {"app": "mcp.hostile", "tool": "echo", "args": {}})
+    assert f"it said: key {MASK} refused" in error.data["detail"]
+    logged = "\n".join(p.read_text() for p in (at.aai / "logs").glob("gateway.log*"))
+    assert f"key {MASK} refused" in logged
+    for piece in (ENV_KEY[:half], ENV_KEY[half:]):
+        assert piece not in logged
+
+
+@pytest.mark.hostile("mcp-server")
 async def test_results_and_tool_lists_that_carry_the_secrets(tmp_path: Path, at: Home) -> None:
     tools = [
         {"name": name, "description": f"uses {ENV_KEY}", "inputSchema": {"type": "object"}}
