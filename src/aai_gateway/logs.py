@@ -90,9 +90,7 @@ class OnceFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         cached = record.__dict__.get("_aai_text")
         if cached is None or cached[0] is not self:
-            secrets = remembered()
-            line = super().format(record)
-            cached = (self, cut(line, secrets) if secrets else line)
+            cached = (self, cut(super().format(record), remembered()))
             record.__dict__["_aai_text"] = cached
         text: str = cached[1]
         return text

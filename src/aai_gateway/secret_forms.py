@@ -19,7 +19,7 @@ import re
 import threading
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, overload
 from urllib.parse import quote, quote_plus
 
 MIN_LENGTH = 4
@@ -62,6 +62,10 @@ def redact(value: Any, secrets: Iterable[str]) -> Any:
     return cut(value, found) if found else value
 
 
+@overload
+def cut(value: str, found: Sequence[str]) -> str: ...
+@overload
+def cut(value: Any, found: Sequence[str]) -> Any: ...
 def cut(value: Any, found: Sequence[str]) -> Any:
     """`value` with each of `found` (forms as `all_forms` gives them, longest first) replaced by `REDACTED`."""
     if isinstance(value, str):

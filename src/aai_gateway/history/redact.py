@@ -82,8 +82,7 @@ class Redactor:
         if known is not self._known:  # a secret was resolved since: cut it too, longest form first
             self._known = known
             self._forms = sorted({*self._secrets, *known}, key=len, reverse=True)
-        result: str = cut(printable(text), self._forms)
-        return result
+        return cut(printable(text), self._forms)
 
     def _walk(self, value: Any, schemas: Schemas, root: Mapping[str, Any], limit: int, hidden: list[str]) -> Any:
         if isinstance(value, Mapping):

@@ -296,8 +296,7 @@ class Server:
                 await asyncio.wait_for(self._stop.wait(), 0.5)
 
     def _redacted(self, text: str) -> str:
-        said: str = cut(text, self._secrets)
-        return said
+        return cut(text, self._secrets)
 
     @asynccontextmanager
     async def _streams(self) -> AsyncIterator[Streams]:
