@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
 
+import mcp_types as types
 import pytest
 from mcp import ClientSession
+from mcp.client.session import ClientRequestContext
 
 from aai_gateway.auth.secrets import open_store
 from aai_gateway.config import load_settings
@@ -188,6 +190,23 @@ async def test_results_and_tool_lists_that_carry_the_secrets(tmp_path: Path, at:
     records = at.history()
     kept = [json.loads(record["result"])["content"] for record in records[:2]]
     assert kept == [[{"type": "text", "text": MASK}]] * 2
+    assert leaked(at.written(), ENV_KEY, STORE_KEY) == []
+
+
+@pytest.mark.hostile("mcp-server")
+async def test_a_question_that_quotes_the_secret(tmp_path: Path, at: Home) -> None:
+    tools = [{"name": "ask", "inputSchema": {"type": "object"}}]
+    at.install(secret_server(tmp_path, {"tools": tools, "calls": {"ask": [{"ask": f"May I send {STORE_KEY}?"}]}}))
+    asked: list[str] = []
+
+    async def user(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with stdio_session(at.env, at.stderr, consent=user) as session:
+        answered = await exec_(session, "mcp.hostile", "ask")
+    assert asked == [f"May I send {MASK}?"]
+    assert json.loads(text_of(answered))["content"] == {"name": "Ada"}  # the answer reached the server
     assert leaked(at.written(), ENV_KEY, STORE_KEY) == []
 
 
