@@ -6,6 +6,9 @@ next use, after a delay that doubles with each crash in a row (the failure is lo
 `status`). An HTTP session the server forgot (404 on its session id) is opened again once per call.
 Every `tools/list` page passes `listing.sift` before the session reads it, and a listing is bounded
 (`listing.Limits`).
+
+The secrets the server was given are cut out of everything it says (its messages and its stderr) before
+anything reads it, and out of every failure said of it.
 """
 
 from __future__ import annotations
@@ -31,8 +34,10 @@ from mcp.shared.message import SessionMessage
 from aai_gateway import __version__
 from aai_gateway.errors import AaiError, AppNotRunning, AutomationFailed, Timeout
 from aai_gateway.mcp_client.listing import MAX_TOOLS, Limits, Sifted, sift
+from aai_gateway.mcp_client.redacting import RedactedStream
 from aai_gateway.mcp_client.stdio import Child, spawn
 from aai_gateway.relay import Relay
+from aai_gateway.secret_forms import all_forms, cut
 
 log = logging.getLogger("aai_gateway.mcp_client")
 
@@ -52,12 +57,14 @@ class Launch:
     app_id: str
     command: str | None = None
     args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
     cwd: str | None = None
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     idle: float = 600.0
     """Seconds without calls after which a stdio server is stopped; 0 keeps it running."""
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """The values of `env` and `headers` that are secrets: cut out of everything the server says."""
 
     @property
     def kind(self) -> str:
@@ -81,6 +88,8 @@ class ServerStatus:
 class Server:
     def __init__(self, launch: Launch, on_tools_changed: Callable[[str], None] | None = None) -> None:
         self.launch = launch
+        self._secrets = all_forms(launch.secrets)
+        """Every form of every secret the server was given, longest first."""
         self._on_tools_changed = on_tools_changed
         self._session: ClientSession | None = None
         self._child: Child | None = None
@@ -277,7 +286,7 @@ class Server:
                 crashed = await self._serve()
         except Exception as exc:
             crashed = True
-            why = _reason(exc)
+            why = self._redacted(_reason(exc))
             if self._child is not None and self._child.stderr:
                 why = f"{why}; it said: {self._child.stderr[-1]}"
             self._last_failure = why
@@ -316,8 +325,16 @@ class Server:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), 0.5)
 
+    def _redacted(self, text: str) -> str:
+        return cut(text, self._secrets)
+
     @asynccontextmanager
     async def _streams(self) -> AsyncIterator[Streams]:
+        async with self._transport() as (read, write):
+            yield (RedactedStream(read, self._secrets) if self._secrets else read), write
+
+    @asynccontextmanager
+    async def _transport(self) -> AsyncIterator[Streams]:
         launch = self.launch
         if launch.url:
             client = httpx2.AsyncClient(headers=dict(launch.headers), timeout=httpx2.Timeout(30.0, read=300.0))
@@ -325,7 +342,8 @@ class Server:
                 yield read, write
             return
         assert launch.command is not None
-        async with spawn(self.label, launch.command, launch.args, launch.env, launch.cwd) as child:
+        spawning = spawn(self.label, launch.command, launch.args, launch.env, launch.cwd, redact=self._redacted)
+        async with spawning as child:
             self._child = child
             yield child.read, child.write
 

@@ -1,8 +1,9 @@
 """A stdio server as the SDK's session wants it: two message streams, and the process behind them.
 
 Unlike the SDK's `stdio_client` this keeps the process at hand (its pid for the status and the kill,
-its exit for noticing a crash) and its stderr in the log. A line on stdout that is not a JSON-RPC
-message is logged and skipped, so a server that prints stray text keeps its session.
+its exit for noticing a crash) and its stderr in the log, each line passed through `redact` (which cuts
+the server's secrets out) before it is kept or logged. A line on stdout that is not a JSON-RPC message
+is logged and skipped, so a server that prints stray text keeps its session.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import logging
 import signal
 import subprocess
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -36,6 +37,10 @@ MAX_LINE = 64 * 1024 * 1024
 MAX_NESTING = 100
 """Deepest objects and arrays kept of a message the SDK's parser refuses as nested too deeply; deeper ones
 become null (a tool schema that deep is refused anyway)."""
+MAX_STDERR_LINE = 64 * 1024
+"""A longer line on stderr is taken in pieces of this size."""
+SHOWN = 500
+"""Characters of a line on stderr kept and logged."""
 
 
 @dataclass
@@ -56,7 +61,13 @@ class Child:
 
 @asynccontextmanager
 async def spawn(
-    label: str, command: str, args: Sequence[str], env: Mapping[str, str], cwd: str | None
+    label: str,
+    command: str,
+    args: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str | None,
+    *,
+    redact: Callable[[str], str] = str,
 ) -> AsyncIterator[Child]:
     """Start the server in its own process group; on leaving, stop the whole group (by its pid)."""
     process = await anyio.open_process(
@@ -84,13 +95,24 @@ async def spawn(
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             await read_writer.aclose()
 
+    def said(line: str) -> None:
+        if line.strip():
+            shown = printable(redact(line)[:SHOWN])  # cut before shortened: no piece of a secret is left
+            child.stderr.append(shown)
+            log.debug("%s: %s", label, shown)
+
     async def stderr() -> None:
         assert process.stderr is not None
+        partial = ""  # a line split between two reads, whole before it is redacted
         async for chunk in TextReceiveStream(process.stderr, errors="replace"):
-            for line in chunk.splitlines():
-                if line.strip():
-                    child.stderr.append(printable(line[:500]))
-                    log.debug("%s: %s", label, printable(line[:500]))
+            *lines, partial = (partial + chunk).split("\n")
+            if len(partial) > MAX_STDERR_LINE:
+                lines.append(partial)
+                partial = ""
+            for line in lines:
+                for piece in line.splitlines():
+                    said(piece)
+        said(partial)
 
     async def waiter() -> None:
         code = await process.wait()
