@@ -80,7 +80,7 @@ def every_file(folder: Path) -> list[Path]:
 
 def test_a_dry_run_prints_the_plan_and_writes_nothing(home: Path, project: Path) -> None:
     write_all(home, project)
-    done = run(home, project)
+    done = run(home, project, "--project")
     assert done.returncode == 1, done.stderr  # two entries cannot be imported
     out = done.stdout
     assert "Would write (a dry run; --write writes):" in out
@@ -106,7 +106,7 @@ def test_a_dry_run_prints_the_plan_and_writes_nothing(home: Path, project: Path)
 
 def test_write_with_environment_references(home: Path, project: Path) -> None:
     write_all(home, project)
-    done = run(home, project, "--write", "--secrets", "env", "--json")
+    done = run(home, project, "--write", "--secrets", "env", "--json", "--project")
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
     assert report["write"] is True
@@ -133,13 +133,13 @@ def test_write_with_environment_references(home: Path, project: Path) -> None:
     assert {v["name"] for v in report["variables"]} >= {"SLACK_BOT_TOKEN", "BRAVE_API_KEY", "DATABASE_CONNECTION"}
     assert (home / ".aai" / "mcp.slack" / "aai.json").stat().st_mode & 0o777 == 0o644
 
-    again = json.loads(run(home, project, "--write", "--secrets", "env", "--json").stdout)
+    again = json.loads(run(home, project, "--write", "--secrets", "env", "--json", "--project").stdout)
     assert {s["status"] for s in again["servers"]} == {"unchanged"}
 
 
 def test_write_with_the_keyring(home: Path, project: Path, keyring: GnomeKeyring) -> None:
     write_all(home, project)
-    done = run(home, project, "--write", "--json", keyring=keyring)
+    done = run(home, project, "--write", "--json", "--project", keyring=keyring)
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
     assert report["secrets"] == "keyring"
@@ -203,6 +203,89 @@ def test_an_existing_descriptor_is_not_overwritten_without_force(home: Path, pro
     assert forced.returncode == 0, forced.stderr
     assert f"mcp.docs  {target}  [overwritten]" in forced.stdout
     assert json.loads(target.read_text())["app"]["description"] != edited["app"]["description"]
+    assert f"the old one is kept in {target.parent / 'aai.json.bak'}" in forced.stdout
+    assert json.loads((target.parent / "aai.json.bak").read_text()) == edited
+
+
+def test_every_forced_replacement_keeps_the_file_it_replaced(home: Path, project: Path) -> None:
+    codex = str(write_codex(home))
+    assert run(home, project, "--write", codex).returncode == 0
+    target = home / ".aai" / "mcp.docs" / "aai.json"
+    kept = []
+    for words in ("Our docs, by hand.", "Our docs, by hand again."):
+        edited = {**json.loads(target.read_text()), "version": "9.0.0"}
+        edited["app"]["description"] = words
+        target.write_text(json.dumps(edited))
+        kept.append(target.read_bytes())
+        forced = run(home, project, "--write", "--force", "--json", codex)
+        assert forced.returncode == 0, forced.stderr
+        [docs] = [s for s in json.loads(forced.stdout)["servers"] if s["appId"] == "mcp.docs"]
+        assert docs["status"] == "overwritten"
+        assert docs["backup"] == str(target.parent / ("aai.json.bak" if len(kept) == 1 else "aai.json.1.bak"))
+    # `install --force` keeps its copy by the same rule, after those of the import.
+    target.write_text(target.read_text().replace("docs.example.com", "docs.example.org"))
+    kept.append(target.read_bytes())
+    source = home / "docs.json"
+    source.write_bytes(kept[0])
+    installed = subprocess.run(
+        [gateway_command(), "install", "--force", str(source)],
+        env={"HOME": str(home), "PATH": os.environ["PATH"], "AAI_PLATFORM": "linux"},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr
+    assert f"(the old one is in {target.parent / 'aai.json.2.bak'})" in installed.stdout
+    backups = [target.parent / name for name in ("aai.json.bak", "aai.json.1.bak", "aai.json.2.bak")]
+    assert [b.read_bytes() for b in backups] == kept
+
+
+@pytest.mark.hostile("client-config")
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo", "huge", "directory"])
+def test_an_env_file_that_is_no_small_regular_file_is_refused(home: Path, project: Path, kind: str) -> None:
+    if kind == "/dev/zero":
+        env_file = Path("/dev/zero")
+        why = "is a character device, not a regular file; not read"
+    elif kind == "fifo":
+        env_file = project / "secrets.fifo"
+        os.mkfifo(env_file)  # nothing ever writes to it: reading it would wait forever
+        why = "is a named pipe (FIFO), not a regular file; not read"
+    elif kind == "huge":
+        env_file = project / "huge.env"
+        with env_file.open("wb") as out:
+            out.truncate(4 * 1024**3)  # 4 GB, sparse
+        why = f"is {4 * 1024**3} bytes, over the limit of {1024 * 1024}; not read"
+    else:
+        env_file = project / "env.d"
+        env_file.mkdir()
+        why = "is a directory, not a regular file; not read"
+    config = project / ".cursor" / "mcp.json"
+    config.parent.mkdir()
+    servers = {"db": {"command": "srv", "envFile": str(env_file)}, "fine": {"command": "uvx", "args": ["time"]}}
+    config.write_text(json.dumps({"mcpServers": servers}))
+    done = run(home, project, "--write", "--secrets", "env", str(config))  # the run's timeout bounds a hang
+    assert done.returncode == 1
+    assert f"{config}: server 'db': its envFile {env_file} {why}" in done.stderr
+    assert set(descriptors(home)) == {"mcp.fine"}
+
+
+@pytest.mark.hostile("client-config")
+def test_a_project_file_is_read_only_when_asked(home: Path, project: Path) -> None:
+    write_cursor(home)
+    planted = project / ".vscode" / "mcp.json"
+    planted.parent.mkdir()
+    planted.write_text(json.dumps({"servers": {"helper": {"type": "stdio", "command": "sh", "args": ["-c", "id"]}}}))
+    done = run(home, project)
+    assert done.returncode == 1, done.stderr  # the SSE entry of Cursor's file
+    assert f"Cursor          {home / '.cursor' / 'mcp.json'}" in done.stdout
+    assert "Not read: the project files of this folder" in done.stdout
+    assert f"VS Code         {planted}" in done.stdout.split("Not read:")[1]
+    assert "mcp.helper" not in done.stdout
+    report = json.loads(run(home, project, "--json").stdout)
+    assert report["notRead"] == [{"client": "vscode", "path": str(planted), "why": report["notRead"][0]["why"]}]
+    assert "mcp.helper" not in {s["appId"] for s in report["servers"]}
+    asked = run(home, project, "--project")
+    assert "mcp.helper" in asked.stdout
+    assert f"VS Code         {planted}" in asked.stdout
+    assert "Not read:" not in asked.stdout
 
 
 def test_a_broken_file_is_named_and_the_others_still_imported(home: Path, project: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aai_gateway.authoring.mcp_clients import EnvVar, Input, known_files, read
+from aai_gateway.authoring.mcp_clients import EnvVar, Input, known_files, project_files, read
 from aai_gateway.authoring.mcp_import import Plan, client_entry, looks_secret, plan
 from tests.import_samples import (
     BRAVE_KEY,
@@ -55,9 +55,12 @@ def by_id(result: Plan) -> dict[str, dict]:  # type: ignore[type-arg]
 
 def test_known_files_finds_every_client_on_linux(home: Path, project: Path) -> None:
     written = write_all(home, project)
-    found = known_files(env_of(home), project)
+    found = known_files(env_of(home), project, project=True)
     assert [c for c, _ in found] == ["claude-desktop", "claude-code", "claude-code", "cursor", "vscode", "codex"]
     assert sorted(p for _, p in found) == sorted(written)
+    user_only = known_files(env_of(home), project)
+    assert [p for _, p in user_only] == [p for _, p in found if p != project / ".mcp.json"]
+    assert project_files(env_of(home), project) == [("claude-code", project / ".mcp.json")]
     assert [p for _, p in known_files(env_of(home), project, ["cursor"])] == [home / ".cursor" / "mcp.json"]
 
 
@@ -162,7 +165,7 @@ def test_unknown_formats_are_refused(tmp_path: Path) -> None:
     messages = [p.message for p in result.problems]
     assert [m.split(":")[0] for m in messages[:3]] == ["unknown format"] * 3
     assert "not UTF-8" in messages[3]
-    assert messages[4].startswith("cannot read it")
+    assert messages[4].startswith("cannot be read")
 
 
 def test_files_without_servers_are_no_problem(tmp_path: Path) -> None:
@@ -319,7 +322,8 @@ def test_env_file_values_are_kept_out(home: Path, project: Path) -> None:
     result = planned(home, [(None, path)])
     [db] = result.servers
     assert db.descriptor["execution"]["env"] == {"DB_URL": {"$env": "DB_URL"}, "REGION": "us"}
-    assert "cannot read its envFile" in result.problems[0].message
+    assert "its envFile" in result.problems[0].message
+    assert "cannot be read: No such file or directory" in result.problems[0].message
 
 
 def test_an_existing_descriptor_that_differs_is_kept_without_force(home: Path, tmp_path: Path) -> None:

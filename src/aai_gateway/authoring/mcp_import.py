@@ -72,6 +72,8 @@ class Planned:
     status: str = "new"
     """`new`, `unchanged`, `differs` (kept, needs --force), then after --write `written` or `overwritten`."""
     notes: list[str] = field(default_factory=list)
+    backup: Path | None = None
+    """Where the descriptor it replaced was kept."""
 
 
 @dataclass
@@ -177,6 +179,8 @@ def write(result: Plan, store: Store | None) -> None:
                     assert store is not None
                     if store.get(moved.key) != moved.value:
                         store.set(moved.key, moved.value)
+            if planned.status == "overwrite" and planned.path.exists():
+                planned.backup = paths.keep_backup(planned.path)
             if planned.status != "unchanged":
                 _write_json(planned.path, planned.descriptor)
         except Exception as exc:  # a keyring or disk failure is this server's problem, not the others'
