@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.e2e.mcp_client import stdio_session, text_of
 from tests.e2e.oauth_env import GnomeKeyring
 from tests.import_samples import (
     BRAVE_KEY,
@@ -26,7 +28,9 @@ from tests.import_samples import (
     write_codex,
     write_cursor,
 )
-from tests.support import Bus, gateway_command
+from tests.mcpservers.servers import hostile
+from tests.mcpservers.test_mcp_apps import _free_port, _http_everything
+from tests.support import Bus, gateway_command, stop
 
 IMPORTED = {"mcp.filesystem", "mcp.github", "mcp.postgres", "mcp.sentry", "mcp.stripe", "mcp.memory", "mcp.linear",
             "mcp.brave-search", "mcp.perplexity", "mcp.notion", "mcp.context7", "mcp.slack", "mcp.docs"}  # fmt: skip
@@ -311,3 +315,103 @@ def test_nothing_to_import(home: Path, project: Path) -> None:
     refused = run(home, project, str(unknown))
     assert refused.returncode == 1
     assert f"{unknown}: unknown format" in refused.stderr
+
+
+BEARER = "lin_api_Hd7Qm2Vx9Kp4Rt6Wz8Yb1Nc3"
+INLINE = "ghp_Tq4Wm8Zp2Xk6Rv9Ny3Lc7Hb5Jd1Fs0Ga2Ek"
+PASSWORD = "Hunter-2-Kx7Qm"
+DSN_PASSWORD = "Dsn-Pw-9Qz4Xm"
+QUERY_KEY = "qk7Vb2Nm9Xc4Zl8Pw3Rt6Yh1"
+PATH_TOKEN = "Zq8XkP2mR7tV4wY9aB3cD5eF6gH"
+SLACK = "xoxb-4096-88642-Rk3NpQ7vW2yZ"
+AWS = "AKIAQ7XK2MP9RT4VW8YZ"
+ARG_SECRETS = (BEARER, INLINE, PASSWORD, DSN_PASSWORD, QUERY_KEY, PATH_TOKEN, SLACK, AWS)
+"""Secrets a client's file passes to its servers on the command line or in the URL."""
+
+
+def hostile_args(plan_file: Path) -> list[str]:
+    execution = hostile(plan_file, {"calls": {"echo": [{"argv": True}]}})
+    return [*execution["args"], "--header", f"Authorization: Bearer {BEARER}", f"--token={INLINE}",
+            "-p", PASSWORD, f"postgresql://app:{DSN_PASSWORD}@db.internal/app", f"--endpoint=https://x.example/v1?api_key={QUERY_KEY}",
+            f"SLACK_TOKEN={SLACK}", "--id", AWS, "--root", "/srv/notes"]  # fmt: skip
+
+
+def leaked(text: str) -> list[str]:
+    return [s for s in ARG_SECRETS if s in text]
+
+
+@pytest.mark.hostile("client-config")
+@pytest.mark.anyio
+@pytest.mark.parametrize("secrets", ["keyring", "env"])
+async def test_secrets_on_the_command_line_or_in_a_url_reach_only_the_server(
+    home: Path, project: Path, keyring: GnomeKeyring, tmp_path: Path, secrets: str
+) -> None:
+    args = hostile_args(tmp_path / "plan.json")
+    config = home / ".config" / "Claude" / "claude_desktop_config.json"
+    config.parent.mkdir(parents=True)
+    servers = {"argv": {"command": sys.executable, "args": args},
+               "remote": {"url": f"https://mcp.example.com/u/{PATH_TOKEN}/mcp"}}  # fmt: skip
+    config.write_text(json.dumps({"mcpServers": servers}))
+    dry = run(home, project, "--secrets", secrets, keyring=keyring)
+    assert dry.returncode == 0, dry.stderr
+    assert not leaked(dry.stdout + dry.stderr)
+    assert "--header Authorization: *** --token=*** -p *** postgresql://***@db.internal/app" in dry.stdout
+    assert "streamable HTTP: https://mcp.example.com/u/***/mcp" in dry.stdout
+    as_json = run(home, project, "--secrets", secrets, "--json", keyring=keyring)
+    assert not leaked(as_json.stdout + as_json.stderr)
+    done = run(home, project, "--secrets", secrets, "--write", "--json", keyring=keyring)
+    assert done.returncode == 0, done.stderr
+    assert not leaked(done.stdout + done.stderr)
+    assert not [(f, s) for f in every_file(home / ".aai") for s in ARG_SECRETS if s.encode() in f.read_bytes()]
+    written = descriptors(home)
+    check_shape(written["mcp.argv"], "mcp.argv")
+    check_shape(written["mcp.remote"], "mcp.remote")
+    moved = {
+        s["field"]: s
+        for s in next(s for s in json.loads(done.stdout)["servers"] if s["appId"] == "mcp.argv")["secrets"]
+    }
+    assert set(moved) == {f"args[{i}]" for i in range(len(args)) if any(s in args[i] for s in ARG_SECRETS)}
+    gateway_env = {"HOME": str(home), "PATH": os.environ["PATH"], "AAI_PLATFORM": "linux",
+                   "DBUS_SESSION_BUS_ADDRESS": keyring.bus.address}  # fmt: skip
+    if secrets == "keyring":
+        assert keyring.items(f"mcp.argv|args[{args.index('--header') + 1}]") == [f"Authorization: Bearer {BEARER}"]
+        assert keyring.items("mcp.remote|url") == [f"https://mcp.example.com/u/{PATH_TOKEN}/mcp"]
+    else:
+        for place, item in moved.items():
+            gateway_env[item["key"]] = args[int(place[5:-1])]
+    (home / ".aai" / "config.json").write_text(json.dumps({"consent": {"default": "allow"}}))
+    async with stdio_session(gateway_env, tmp_path / "gateway.stderr") as session:
+        result = await session.call_tool("aai_exec", {"app": "mcp.argv", "tool": "echo", "args": {}})
+        assert json.loads(text_of(result)) == args[2:]
+    logs = (home / ".aai" / "logs" / "gateway.log").read_text() + (tmp_path / "gateway.stderr").read_text()
+    assert "mcp.argv" in logs
+    assert not leaked(logs)
+
+
+@pytest.mark.hostile("client-config")
+@pytest.mark.anyio
+async def test_a_url_holding_a_key_reaches_its_server_from_the_keyring(
+    home: Path, project: Path, keyring: GnomeKeyring, tmp_path: Path
+) -> None:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/mcp?api_key={QUERY_KEY}"
+    config = home / ".cursor" / "mcp.json"
+    config.parent.mkdir(parents=True)
+    config.write_text(json.dumps({"mcpServers": {"everything": {"url": url}}}))
+    done = run(home, project, "--write", keyring=keyring)
+    assert done.returncode == 0, done.stderr
+    assert f"streamable HTTP: http://127.0.0.1:{port}/mcp?api_key=***" in done.stdout
+    assert not leaked(done.stdout + done.stderr)
+    assert descriptors(home)["mcp.everything"]["execution"]["url"] == {"$keyring": "mcp.everything|url"}
+    assert keyring.items("mcp.everything|url") == [url]
+    (home / ".aai" / "config.json").write_text(json.dumps({"consent": {"default": "allow"}}))
+    gateway_env = {"HOME": str(home), "PATH": os.environ["PATH"], "AAI_PLATFORM": "linux",
+                   "DBUS_SESSION_BUS_ADDRESS": keyring.bus.address}  # fmt: skip
+    server = _http_everything(port, tmp_path / "everything.log")
+    try:
+        async with stdio_session(gateway_env, tmp_path / "gateway.stderr") as session:
+            args = {"app": "mcp.everything", "tool": "echo", "args": {"message": "through the keyring"}}
+            assert "through the keyring" in text_of(await session.call_tool("aai_exec", args))
+    finally:
+        stop(server)
+    assert not leaked((home / ".aai" / "logs" / "gateway.log").read_text())

@@ -13,6 +13,7 @@ PLAN.json holds:
   {"reply": RESULT} answer with RESULT (a CallToolResult object) and stop;
   {"echo": true} answer with the arguments as JSON text;
   {"env": NAME} answer with the value of the environment variable NAME as text;
+  {"argv": true} answer with the server's own arguments after PLAN.json, as a JSON list;
   {"stderr": TEXT} write TEXT and a newline to stderr;
   {"notify": N} send N `notifications/tools/list_changed`;
   {"hang": true} never answer (sleep until killed);
@@ -69,6 +70,8 @@ def call(request_id: Any, params: dict[str, Any]) -> None:
             return answer(request_id, text(json.dumps(params.get("arguments") or {})))
         if "env" in action:
             return answer(request_id, text(os.environ.get(action["env"], "")))
+        if "argv" in action:
+            return answer(request_id, text(json.dumps(sys.argv[2:])))
         if "stderr" in action:
             sys.stderr.write(action["stderr"] + "\n")
             sys.stderr.flush()

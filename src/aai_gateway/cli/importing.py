@@ -147,15 +147,18 @@ def _print(result: Plan, written: bool, entries: dict[str, str], why: str) -> No
         status = _STATUS[planned.status][1 if written else 0]
         click.echo(f"  {planned.app_id}  {planned.path}  [{status}]")
         execution = planned.descriptor["execution"]
+        shown = {m.place: m.shown for m in planned.moved}  # secrets masked, references by name
         if "url" in execution:
-            click.echo(f"      streamable HTTP: {execution['url']}")
+            click.echo(f"      streamable HTTP: {shown.get('url', execution['url'])}")
         else:
-            click.echo(f"      stdio: {' '.join([execution['command'], *execution['args']])}")
+            args = [shown.get(f"args[{i}]", a) for i, a in enumerate(execution["args"])]
+            click.echo(f"      stdio: {' '.join([execution['command'], *args])}")
         froms = ", ".join(f"{CLIENTS[s.client]} ({s.name})" for s in planned.sources)
         click.echo(f"      from: {froms}")
         for moved in planned.moved:
             where = f"keyring item {moved.key}" if moved.to == "keyring" else f"environment variable {moved.key}"
-            click.echo(f"      {moved.place} → {where}")
+            value = f" ({moved.shown})" if moved.place.startswith(("args", "url")) else ""
+            click.echo(f"      {moved.place}{value} → {where}")
         for note in planned.notes:
             click.echo(f"      note: {note}")
         if planned.backup is not None:
@@ -212,7 +215,10 @@ def _as_json(result: Plan, written: bool, entries: dict[str, str]) -> dict[str, 
                     {"client": s.client, "file": str(s.file), "name": s.name, "project": s.scope}
                     for s in planned.sources
                 ],
-                "secrets": [{"field": m.place, "to": m.to, "key": m.key, "note": m.note} for m in planned.moved],
+                "secrets": [
+                    {"field": m.place, "to": m.to, "key": m.key, "note": m.note, "shown": m.shown}
+                    for m in planned.moved
+                ],
                 "notes": planned.notes,
                 "backup": str(planned.backup) if planned.backup else None,
                 "descriptor": planned.descriptor,

@@ -1,7 +1,8 @@
 """An mcp binding's execution block and auth, turned into what starts or reaches its server.
 
-Secrets are never written in a descriptor: an `env` or `headers` value may be `{"$env": NAME}` (the
-gateway's environment) or `{"$keyring": KEY}` (the gateway's secret store, service "aai-gateway").
+Secrets are never written in a descriptor: an `env` or `headers` value, an argument in `args` or the
+`url` may be `{"$env": NAME}` (the gateway's environment) or `{"$keyring": KEY}` (the gateway's secret
+store, service "aai-gateway").
 An HTTP server may use the web executor's auth (bearer token, API key in a header, OAuth 2 with PKCE).
 """
 
@@ -22,16 +23,20 @@ from aai_gateway.mcp_client import Launch
 
 
 async def launch_of(app: Descriptor, binding: Binding, settings: Settings) -> Launch:
-    options = binding.options
-    env = await _resolved(app.app_id, "execution.env", options.get("env") or {}, settings)
-    headers = await _resolved(app.app_id, "execution.headers", options.get("headers") or {}, settings)
-    url = options.get("url")
+    options, app_id = binding.options, app.app_id
+    env = {k: await _value(app_id, f"execution.env.{k}", v, settings) for k, v in (options.get("env") or {}).items()}
+    headers = {
+        k: await _value(app_id, f"execution.headers.{k}", v, settings)
+        for k, v in (options.get("headers") or {}).items()
+    }
+    args = [await _value(app_id, f"execution.args[{i}]", v, settings) for i, v in enumerate(options.get("args") or ())]
+    url = await _value(app_id, "execution.url", options["url"], settings) if options.get("url") else None
     if url and binding.auth:
-        headers.update(await _auth_headers(app.app_id, str(url), binding.auth, settings))
+        headers.update(await _auth_headers(app_id, url, binding.auth, settings))
     return Launch(
-        app_id=app.app_id,
+        app_id=app_id,
         command=options.get("command"),
-        args=tuple(options.get("args") or ()),
+        args=tuple(args),
         env=env,
         cwd=options.get("cwd"),
         url=url,
@@ -40,28 +45,23 @@ async def launch_of(app: Descriptor, binding: Binding, settings: Settings) -> La
     )
 
 
-async def _resolved(app_id: str, where: str, values: Mapping[str, Any], settings: Settings) -> dict[str, str]:
-    resolved: dict[str, str] = {}
-    for name, value in values.items():
-        if isinstance(value, str):
-            resolved[name] = value
-        elif "$env" in value:
-            variable = value["$env"]
-            if variable not in os.environ:
-                raise AuthRequired(
-                    f"{app_id} needs the environment variable {variable} ({where}.{name}), which is not set"
-                )
-            resolved[name] = os.environ[variable]
-        else:
-            key = str(value["$keyring"])
-            secret = await asyncio.to_thread(_stored, settings, key)
-            if secret is None:
-                raise AuthRequired(
-                    f"{app_id} needs the secret '{key}' ({where}.{name}) from the gateway's secret store "
-                    "(service aai-gateway), which has none of that name"
-                )
-            resolved[name] = secret
-    return resolved
+async def _value(app_id: str, where: str, value: str | Mapping[str, str], settings: Settings) -> str:
+    """A descriptor's value as the server gets it: a string as written, a reference resolved."""
+    if isinstance(value, str):
+        return value
+    if "$env" in value:
+        variable = value["$env"]
+        if variable not in os.environ:
+            raise AuthRequired(f"{app_id} needs the environment variable {variable} ({where}), which is not set")
+        return os.environ[variable]
+    key = str(value["$keyring"])
+    secret = await asyncio.to_thread(_stored, settings, key)
+    if secret is None:
+        raise AuthRequired(
+            f"{app_id} needs the secret '{key}' ({where}) from the gateway's secret store "
+            "(service aai-gateway), which has none of that name"
+        )
+    return secret
 
 
 async def _auth_headers(app_id: str, url: str, auth: Mapping[str, Any], settings: Settings) -> dict[str, str]:
