@@ -125,32 +125,39 @@ def keep_backup(path: Path, data: bytes | None = None) -> Path:
                 return backup
         if backup.exists() or backup.is_symlink():
             continue
-        handle, temp = tempfile.mkstemp(prefix=f".{backup.name}.", suffix=".tmp", dir=path.parent)
+        temp = _synced_temp(backup, data)
         try:
-            with os.fdopen(handle, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
             os.link(temp, backup)  # fails, instead of replacing, when another backup took the name meanwhile
         except FileExistsError:
             continue
         finally:
             with contextlib.suppress(OSError):
-                Path(temp).unlink()
+                temp.unlink()
         return backup
     raise OSError(f"{path.parent} already holds {MAX_BACKUPS} backups of {path.name}; remove some of them")
 
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write `path` whole or not at all: a temporary file in the same folder, synced, then renamed over it."""
+    temp = _synced_temp(path, data)
+    try:
+        temp.replace(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
+def _synced_temp(path: Path, data: bytes) -> Path:
+    """`data` in a new temporary file beside `path`, on disk (synced); removed again if writing fails."""
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
-        Path(temp).replace(path)
     except BaseException:
         with contextlib.suppress(OSError):
             Path(temp).unlink()
         raise
+    return Path(temp)
