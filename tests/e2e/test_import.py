@@ -181,6 +181,8 @@ def test_write_with_the_keyring(home: Path, project: Path, keyring: GnomeKeyring
     assert "mcp.brave-search" in forced.stdout
     assert "[overwritten]" in forced.stdout
     assert keyring.items("mcp.brave-search|BRAVE_API_KEY") == ["BSAnewKey0000000000000000001"]
+    assert "the old one is kept" not in forced.stdout  # the descriptor itself did not change
+    assert not list((home / ".aai" / "mcp.brave-search").glob("*.bak"))
 
 
 def test_keyring_asked_for_but_absent(home: Path, project: Path) -> None:

@@ -179,7 +179,7 @@ def write(result: Plan, store: Store | None) -> None:
                     assert store is not None
                     if store.get(moved.key) != moved.value:
                         store.set(moved.key, moved.value)
-            if planned.status == "overwrite" and planned.path.exists():
+            if planned.status == "overwrite" and planned.path.exists() and _on_disk(planned) != planned.descriptor:
                 planned.backup = paths.keep_backup(planned.path)
             if planned.status != "unchanged":
                 _write_json(planned.path, planned.descriptor)
@@ -447,13 +447,8 @@ def _descriptor(
 def _compare(planned: Planned, store: Store | None, force: bool) -> None:
     """Mark `planned` unchanged, or differs (kept unless --force) from what is already on disk and in the keyring."""
     differences = []
-    if planned.path.exists():
-        try:
-            existing = json.loads(planned.path.read_text("utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            existing = exc
-        if existing != planned.descriptor:
-            differences.append(f"{planned.path} exists and differs")
+    if planned.path.exists() and _on_disk(planned) != planned.descriptor:
+        differences.append(f"{planned.path} exists and differs")
     for moved in planned.moved:
         if moved.to == "keyring" and store is not None:
             try:
@@ -468,6 +463,14 @@ def _compare(planned: Planned, store: Store | None, force: bool) -> None:
         planned.notes.append("; ".join(differences) + ("" if force else "; --force replaces it"))
     elif planned.path.exists():
         planned.status = "unchanged"
+
+
+def _on_disk(planned: Planned) -> Any:
+    """The descriptor on disk where `planned` goes, or why it cannot be read (never equal to a descriptor)."""
+    try:
+        return json.loads(planned.path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return exc
 
 
 def _write_json(path: Path, document: dict[str, Any]) -> None:
