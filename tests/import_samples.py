@@ -202,14 +202,13 @@ def check_shape(descriptor: Any, folder: str | None = None) -> None:
     assert execution["type"] == "mcp"
     if "url" in execution:
         assert set(execution) <= {"type", "url", "headers"}
-        assert execution["url"].startswith(("https://", "http://"))
-        values = execution.get("headers", {})
+        assert isinstance(execution["url"], dict) or execution["url"].startswith(("https://", "http://"))
+        values = [execution["url"], *execution.get("headers", {}).values()]
     else:
         assert set(execution) <= {"type", "command", "args", "env", "cwd"}
         assert isinstance(execution["command"], str)
-        assert all(isinstance(a, str) for a in execution["args"])
-        values = execution.get("env", {})
-    for value in values.values():
+        values = [*execution["args"], *execution.get("env", {}).values()]
+    for value in values:
         if isinstance(value, dict):
             assert list(value) in (["$env"], ["$keyring"]), value
             if "$keyring" in value:

@@ -14,6 +14,7 @@ PLAN.json holds:
   {"echo": true} answer with the arguments as JSON text;
   {"env": NAME} answer with the value of the environment variable NAME as text;
   {"stderr": TEXT} write TEXT and a newline to stderr ({"stderr": TEXT, "end": ""}: TEXT alone, part of a line);
+  {"argv": true} answer with the server's own arguments after PLAN.json, as a JSON list;
   {"notify": N} send N `notifications/tools/list_changed`;
   {"ask": TEXT} ask the client (`elicitation/create`, message TEXT) and answer with its answer as JSON text;
   {"hang": true} never answer (sleep until killed);
@@ -72,6 +73,8 @@ def call(request_id: Any, params: dict[str, Any]) -> None:
             return answer(request_id, text(os.environ.get(action["env"], "")))
         if "ask" in action:
             return answer(request_id, text(json.dumps(ask(action["ask"]))))
+        if "argv" in action:
+            return answer(request_id, text(json.dumps(sys.argv[2:])))
         if "stderr" in action:
             sys.stderr.write(action["stderr"] + action.get("end", "\n"))
             sys.stderr.flush()

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from aai_gateway.authoring.mcp_clients import EnvVar, Input, known_files, read
-from aai_gateway.authoring.mcp_import import Plan, client_entry, looks_secret, plan
+from aai_gateway.authoring.mcp_clients import EnvVar, Input, known_files, project_files, read
+from aai_gateway.authoring.mcp_import import Plan, client_entry, plan
+from aai_gateway.authoring.secret_shapes import looks_secret
 from tests.import_samples import (
     BRAVE_KEY,
     CONTEXT7_KEY,
@@ -55,9 +56,12 @@ def by_id(result: Plan) -> dict[str, dict]:  # type: ignore[type-arg]
 
 def test_known_files_finds_every_client_on_linux(home: Path, project: Path) -> None:
     written = write_all(home, project)
-    found = known_files(env_of(home), project)
+    found = known_files(env_of(home), project, project=True)
     assert [c for c, _ in found] == ["claude-desktop", "claude-code", "claude-code", "cursor", "vscode", "codex"]
     assert sorted(p for _, p in found) == sorted(written)
+    user_only = known_files(env_of(home), project)
+    assert [p for _, p in user_only] == [p for _, p in found if p != project / ".mcp.json"]
+    assert project_files(env_of(home), project) == [("claude-code", project / ".mcp.json")]
     assert [p for _, p in known_files(env_of(home), project, ["cursor"])] == [home / ".cursor" / "mcp.json"]
 
 
@@ -162,7 +166,7 @@ def test_unknown_formats_are_refused(tmp_path: Path) -> None:
     messages = [p.message for p in result.problems]
     assert [m.split(":")[0] for m in messages[:3]] == ["unknown format"] * 3
     assert "not UTF-8" in messages[3]
-    assert messages[4].startswith("cannot read it")
+    assert messages[4].startswith("cannot be read")
 
 
 def test_files_without_servers_are_no_problem(tmp_path: Path) -> None:
@@ -274,24 +278,83 @@ def test_names_become_unique_valid_app_ids(home: Path, tmp_path: Path) -> None:
         check_shape(planned_one.descriptor, planned_one.app_id)
 
 
-def test_secrets_in_args_or_urls_are_refused_not_written(home: Path, tmp_path: Path) -> None:
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+SECRET_ARGS = {
+    "header": (["-y", "mcp-remote", "https://x.example/mcp", "--header", f"Authorization: Bearer {LINEAR_KEY}"], 4),
+    "header-equals": (["mcp-remote", "https://x.example/mcp", f"--header=Authorization:Bearer {LINEAR_KEY}"], 2),
+    "header-short": (["-H", f"X-Api-Key: {BRAVE_KEY}"], 1),
+    "flag": (["--api-key", "abc"], 1),
+    "inline": ([f"--token={GITHUB_TOKEN}"], 0),
+    "password": (["--user", "app", "--password", "hunter2"], 3),
+    "short-p": (["-u", "app", "-p", "hunter2"], 3),
+    "key-value": ([f"API_KEY={BRAVE_KEY}"], 0),
+    "bare": ([GITHUB_TOKEN], 0),
+    "slack": (["xoxp-2048-77531-Zq8XkP2mR7"], 0),
+    "aws": (["--id", "AKIAIOSFODNN7EXAMPLE"], 1),
+    "jwt": ([JWT], 0),
+    "inside": ([f'{{"token": "{GITHUB_TOKEN}"}}'], 0),
+    "dsn": (["postgresql://u:hunter2@db/x"], 0),
+    "url-query": (["https://api.example.com/mcp?api_key=abc"], 0),
+    "url-path": (["https://hooks.example.com/mcp/Zq8XkP2mR7tV4wY9aB3cD5eF/sse"], 0),
+}
+
+
+@pytest.mark.hostile("client-config")
+@pytest.mark.parametrize("case", sorted(SECRET_ARGS))
+def test_a_secret_in_args_becomes_a_reference(home: Path, tmp_path: Path, case: str) -> None:
+    args, index = SECRET_ARGS[case]
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"srv": {"command": "srv", "args": args}}}))
+    result = planned(home, [(None, path)])
+    [server] = result.servers
+    written = server.descriptor["execution"]["args"]
+    variable = written[index]["$env"]
+    assert written[:index] + written[index + 1 :] == args[:index] + args[index + 1 :]
+    [moved] = server.moved
+    assert (moved.place, moved.to, moved.key) == (f"args[{index}]", "env", variable)
+    assert variable.startswith("SRV_")
+    assert "***" in moved.shown
+    assert args[index] not in json.dumps(server.descriptor) + moved.note + moved.shown
+
+
+def test_what_is_not_a_secret_argument(home: Path, tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    fine = ["--port", "3001", "-p", "8080:80", "--root", "/srv/notes", "--header", "X-Client: cursor",
+            "--token-file", "/run/secrets/token", "--tools=all", "@modelcontextprotocol/server-filesystem",
+            "https://mcp.example.com/v1/mcp"]  # fmt: skip
+    path.write_text(json.dumps({"mcpServers": {"fine": {"command": "srv", "args": fine}}}))
+    [server] = planned(home, [(None, path)]).servers
+    assert server.descriptor["execution"]["args"] == fine
+    assert server.moved == []
+
+
+@pytest.mark.hostile("client-config")
+def test_a_secret_in_a_url_becomes_a_reference(home: Path, tmp_path: Path) -> None:
     path = tmp_path / "mcp.json"
     servers = {
-        "flag": {"command": "srv", "args": ["--api-key", "abc"]},
-        "inline": {"command": "srv", "args": [f"--token={GITHUB_TOKEN}"]},
-        "bare": {"command": "srv", "args": [GITHUB_TOKEN]},
-        "dsn": {"command": "srv", "args": ["postgresql://u:hunter2@db/x"]},
-        "query": {"url": "https://api.example.com/mcp?api_key=abc"},
+        "query": {"url": "https://api.example.com/mcp?api_key=abc123&region=eu"},
+        "path": {"url": f"https://mcp.example.com/u/{BRAVE_KEY}/mcp"},
+        "userinfo": {"url": "https://me:hunter2@mcp.example.com/mcp"},
         "reference": {"command": "srv", "args": ["--key", "${API_KEY}"]},
-        "fine": {"command": "srv", "args": ["--port", "3001", "--root", "/srv/notes"]},
+        "inside": {"command": "srv", "args": ["--key=${API_KEY}"]},
     }
     path.write_text(json.dumps({"mcpServers": servers}))
     result = planned(home, [(None, path)])
-    assert [p.app_id for p in result.servers] == ["mcp.fine"]
-    refused = {p.where.rsplit("server ", 1)[1]: p.message for p in result.problems}
-    assert set(refused) == {"'flag'", "'inline'", "'bare'", "'dsn'", "'query'", "'reference'"}
-    assert all("secret" in m for k, m in refused.items() if k != "'reference'")
-    assert "${API_KEY}" in refused["'reference'"]
+    found = {p.app_id: p for p in result.servers}
+    shown = {
+        "mcp.query": "https://api.example.com/mcp?api_key=***&region=eu",
+        "mcp.path": "https://mcp.example.com/u/***/mcp",
+        "mcp.userinfo": "https://***@mcp.example.com/mcp",
+    }
+    for app_id, masked in shown.items():
+        server = found[app_id]
+        assert server.descriptor["execution"]["url"] == {"$env": f"{app_id.upper()[4:]}_URL"}
+        assert server.moved[0].shown == masked
+        assert masked in server.descriptor["app"]["description"]
+    assert found["mcp.reference"].descriptor["execution"]["args"] == ["--key", {"$env": "API_KEY"}]
+    [refused] = result.problems
+    assert "'inside'" in refused.where
+    assert "${API_KEY}" in refused.message
 
 
 def test_workspace_and_home_variables_are_resolved(home: Path, project: Path) -> None:
@@ -319,7 +382,8 @@ def test_env_file_values_are_kept_out(home: Path, project: Path) -> None:
     result = planned(home, [(None, path)])
     [db] = result.servers
     assert db.descriptor["execution"]["env"] == {"DB_URL": {"$env": "DB_URL"}, "REGION": "us"}
-    assert "cannot read its envFile" in result.problems[0].message
+    assert "its envFile" in result.problems[0].message
+    assert "cannot be read: No such file or directory" in result.problems[0].message
 
 
 def test_an_existing_descriptor_that_differs_is_kept_without_force(home: Path, tmp_path: Path) -> None:

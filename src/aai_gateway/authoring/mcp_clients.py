@@ -29,6 +29,8 @@ CLIENTS = {
 """The clients whose server lists can be imported, by the name `--from` takes."""
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_ENV_FILE_BYTES = 1024 * 1024
+"""An `envFile` holds a few KEY=VALUE lines; anything larger is refused unread."""
 
 
 @dataclass(frozen=True)
@@ -113,9 +115,29 @@ class UnreadableFile(Exception):
     """A file that cannot be read or parsed, or whose format is not one of the clients'."""
 
 
-def known_files(env: Mapping[str, str], cwd: Path, clients: Sequence[str] = tuple(CLIENTS)) -> list[tuple[str, Path]]:
-    """The files each client keeps its servers in, on this host, that exist: user-wide ones, then the
-    project files of `cwd`."""
+def known_files(
+    env: Mapping[str, str], cwd: Path, clients: Sequence[str] = tuple(CLIENTS), *, project: bool = False
+) -> list[tuple[str, Path]]:
+    """The files each client keeps its servers in, on this host, that exist: the user-wide ones, then,
+    with `project`, the project files of `cwd` (which may have come with a repository the user cloned)."""
+    found: list[tuple[str, Path]] = []
+    user, projects = _candidates(env, cwd)
+    for client in clients:
+        for path in user[client] + (projects[client] if project else []):
+            if path.is_file() and all(path.resolve() != seen.resolve() for _, seen in found):
+                found.append((client, path))
+    return found
+
+
+def project_files(env: Mapping[str, str], cwd: Path, clients: Sequence[str] = tuple(CLIENTS)) -> list[tuple[str, Path]]:
+    """The project files of `cwd` that exist (`.mcp.json`, `.cursor/mcp.json`, `.vscode/mcp.json`, …)."""
+    user, projects = _candidates(env, cwd)
+    own = {path.resolve() for client in clients for path in user[client] if path.is_file()}
+    return [(c, p) for c in clients for p in projects[c] if p.is_file() and p.resolve() not in own]
+
+
+def _candidates(env: Mapping[str, str], cwd: Path) -> tuple[dict[str, list[Path]], dict[str, list[Path]]]:
+    """Each client's user-wide files and project files of `cwd`, existing or not."""
     home = paths.home(env)
     host = paths.host_platform()
     if host == "macos":
@@ -128,19 +150,21 @@ def known_files(env: Mapping[str, str], cwd: Path, clients: Sequence[str] = tupl
         config = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
         desktop, vscode = config / "Claude", config / "Code" / "User"
     codex = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
-    candidates = {
+    user = {
         "claude-desktop": [desktop / "claude_desktop_config.json"],
-        "claude-code": [home / ".claude.json", cwd / ".mcp.json"],
-        "cursor": [home / ".cursor" / "mcp.json", cwd / ".cursor" / "mcp.json"],
-        "vscode": [vscode / "mcp.json", cwd / ".vscode" / "mcp.json"],
-        "codex": [codex / "config.toml", cwd / ".codex" / "config.toml"],
+        "claude-code": [home / ".claude.json"],
+        "cursor": [home / ".cursor" / "mcp.json"],
+        "vscode": [vscode / "mcp.json"],
+        "codex": [codex / "config.toml"],
     }
-    found: list[tuple[str, Path]] = []
-    for client in clients:
-        for path in candidates[client]:
-            if path.is_file() and all(path.resolve() != seen.resolve() for _, seen in found):
-                found.append((client, path))
-    return found
+    projects = {
+        "claude-desktop": [],
+        "claude-code": [cwd / ".mcp.json"],
+        "cursor": [cwd / ".cursor" / "mcp.json"],
+        "vscode": [cwd / ".vscode" / "mcp.json"],
+        "codex": [cwd / ".codex" / "config.toml"],
+    }
+    return user, projects
 
 
 def read(files: Sequence[tuple[str | None, Path]], env: Mapping[str, str]) -> Found:
@@ -166,12 +190,9 @@ def read(files: Sequence[tuple[str | None, Path]], env: Mapping[str, str]) -> Fo
 
 def _load(path: Path) -> Any:
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise UnreadableFile(f"cannot read it: {exc.strerror or exc}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise UnreadableFile(f"larger than {MAX_FILE_BYTES} bytes; not a client's server list")
+        data = paths.read_limited(path, MAX_FILE_BYTES)
+    except paths.NotRead as exc:
+        raise UnreadableFile(str(exc)) from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -426,9 +447,13 @@ def _merge_env_file(server: Server, env: Mapping[str, str], found: Found) -> boo
     if not path.is_absolute():
         path = (server.workspace or server.source.file.parent) / path
     try:
-        lines = path.read_text("utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        found.problems.append(Problem(server.source.where(), f"cannot read its envFile {path}: {exc}"))
+        lines = paths.read_limited(path, MAX_ENV_FILE_BYTES).decode("utf-8-sig").splitlines()
+    except paths.NotRead as exc:
+        found.problems.append(Problem(server.source.where(), f"its envFile {path} {exc}"))
+        return False
+    except UnicodeDecodeError as exc:
+        message = f"its envFile {path} is not UTF-8 text (byte {exc.start})"
+        found.problems.append(Problem(server.source.where(), message))
         return False
     from_file: dict[str, Value] = {}
     for raw in lines:

@@ -1,10 +1,10 @@
 """`aai-gateway import`: one descriptor per MCP server another client runs, secrets moved out of it.
 
 A server becomes `~/.aai/mcp.<name>/aai.json` with `execution.type` `mcp`. Values that look secret
-(by their key: *KEY*, *TOKEN*, *SECRET*, *PASSWORD*, Authorization, …; or by their shape: known
-token prefixes, long random strings, passwords in URLs) never reach the file: they become
-`{"$keyring": "<appId>|<name>"}` with the value stored in the OS keyring, or `{"$env": NAME}` for
-the user to set. References the client file already had (`${VAR}`, `${env:VAR}`, Codex's
+(see secret_shapes.py: env and header values by key or shape, arguments such as `--token=…` or
+`--header "Authorization: …"`, URLs holding a credential) never reach the file nor the output: they
+become `{"$keyring": "<appId>|<name>"}` with the value stored in the OS keyring, or `{"$env": NAME}`
+for the user to set, and are shown masked. References the client file already had (`${VAR}`, `${env:VAR}`, Codex's
 `*_env_var`) become `{"$env": VAR}`. The same server found in several files is written once.
 """
 
@@ -12,22 +12,20 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import re
 import tempfile
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 from aai_gateway import paths
 from aai_gateway.authoring.mcp_clients import CLIENTS, EnvVar, Found, Input, Problem, Server, Source, Value
 from aai_gateway.authoring.names import app_id_for
+from aai_gateway.authoring.secret_shapes import MASK, Hidden, looks_secret, secret_arg, secret_url, token_shaped
 from aai_gateway.errors import AaiError
-from aai_gateway.history.redact import secret_key
 
 DESCRIPTOR = "aai.json"
 MAX_APP_ID = 255
@@ -58,6 +56,8 @@ class Moved:
     note: str
     value: str | None = field(default=None, repr=False)
     """The secret itself, for the keyring; never printed."""
+    shown: str = ""
+    """The value as the output shows it: masked, or the reference's `$NAME`."""
 
 
 @dataclass
@@ -72,6 +72,8 @@ class Planned:
     status: str = "new"
     """`new`, `unchanged`, `differs` (kept, needs --force), then after --write `written` or `overwritten`."""
     notes: list[str] = field(default_factory=list)
+    backup: Path | None = None
+    """Where the descriptor it replaced was kept."""
 
 
 @dataclass
@@ -151,7 +153,7 @@ def plan(
         planned = Planned(
             app_id,
             aai_home / app_id / DESCRIPTOR,
-            _descriptor(app_id, server, target, execution),
+            _descriptor(app_id, server, target, execution, moved),
             [m.source for m, _ in members],
             moved,
         )
@@ -177,6 +179,8 @@ def write(result: Plan, store: Store | None) -> None:
                     assert store is not None
                     if store.get(moved.key) != moved.value:
                         store.set(moved.key, moved.value)
+            if planned.status == "overwrite" and planned.path.exists() and _on_disk(planned) != planned.descriptor:
+                planned.backup = paths.keep_backup(planned.path)
             if planned.status != "unchanged":
                 _write_json(planned.path, planned.descriptor)
         except Exception as exc:  # a keyring or disk failure is this server's problem, not the others'
@@ -191,14 +195,7 @@ def _target(server: Server, env: Mapping[str, str]) -> dict[str, Any]:
     if server.transport == "stdio":
         assert server.command is not None
         target: dict[str, Any] = {"command": _plain(server.command, "command", server, env)}
-        target["args"] = [_plain(a, f"args[{i}]", server, env) for i, a in enumerate(server.args)]
-        for i, arg in enumerate(target["args"]):
-            flag = target["args"][i - 1] if i else ""
-            if _secret_arg(arg, flag):
-                raise ImportFailed(
-                    f"args[{i}] looks like a secret, which a descriptor would hold in plain text; pass it to the "
-                    "server through an env variable instead (in the client's file), then import again"
-                )
+        target["args"] = [_arg(a, f"args[{i}]", server, env) for i, a in enumerate(server.args)]
         if server.cwd is not None:
             target["cwd"] = _plain(server.cwd, "cwd", server, env)
         return target
@@ -206,12 +203,8 @@ def _target(server: Server, env: Mapping[str, str]) -> dict[str, Any]:
     url = _plain(server.url, "url", server, env)
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ImportFailed(f"url {url!r} is not an http(s) URL")
-    if parts.password or any(looks_secret(k, v) for k, v in parse_qsl(parts.query)):
-        raise ImportFailed(
-            "url holds what looks like a secret (a password or a key in the query), which a descriptor would hold "
-            "in plain text; send it in a header instead (in the client's file), then import again"
-        )
+        found = secret_url(url)
+        raise ImportFailed(f"url {found.masked if found else url!r} is not an http(s) URL")
     return {"url": url}
 
 
@@ -227,10 +220,11 @@ def _is_gateway(target: dict[str, Any], port: int | None) -> bool:
 def _identity(target: dict[str, Any]) -> tuple[str, ...]:
     if "url" in target:
         return ("url", target["url"].rstrip("/"))
-    return ("stdio", target["command"], *target["args"], "\0", target.get("cwd", ""))
+    return ("stdio", target["command"], *map(repr, target["args"]), "\0", target.get("cwd", ""))
 
 
 _PREDEFINED = re.compile(r"\$\{([^}]*)\}")
+_HOMES = ("HOME", "USERPROFILE")
 
 
 def _plain(value: Value, where: str, server: Server, env: Mapping[str, str]) -> str:
@@ -238,17 +232,24 @@ def _plain(value: Value, where: str, server: Server, env: Mapping[str, str]) -> 
     home = str(paths.home(env))
     text = []
     for part in value:
-        if isinstance(part, EnvVar) and part.name in ("HOME", "USERPROFILE"):
+        if isinstance(part, EnvVar) and part.name in _HOMES:
             text.append(home)
         elif isinstance(part, str):
             text.append(_predefined(part, server, env, where))
         else:
             shown = f"${{input:{part.id}}}" if isinstance(part, Input) else f"${{{part.name}}}"
             raise ImportFailed(
-                f"{where} uses {shown}; a descriptor takes references only in env and headers: "
-                "pass the value to the server through an env variable instead, then import again"
+                f"{where} uses {shown}, which a descriptor cannot hold there (a reference only as a whole argument, "
+                "env or header value): pass the value to the server through env instead, then import again"
             )
     return "".join(text)
+
+
+def _arg(value: Value, where: str, server: Server, env: Mapping[str, str]) -> str | EnvVar | Input:
+    """An argument as text, or the one reference it is (`${TOKEN}`, `${input:key}`), kept as a reference."""
+    if len(value) == 1 and isinstance(value[0], Input | EnvVar) and getattr(value[0], "name", "") not in _HOMES:
+        return value[0]
+    return _plain(value, where, server, env)
 
 
 def _predefined(text: str, server: Server, env: Mapping[str, str], where: str) -> str:
@@ -326,6 +327,17 @@ def _execution(
 ) -> tuple[dict[str, Any], list[Moved]]:
     execution: dict[str, Any] = {"type": "mcp", **target}
     moved: list[Moved] = []
+    hide = _Hider(server, app_id, secrets, moved)
+    if "args" in target:
+        texts = [a if isinstance(a, str) else "" for a in target["args"]]
+        execution["args"] = [
+            hide.arg(i, arg, secret_arg(texts, i) if isinstance(arg, str) else None)
+            for i, arg in enumerate(target["args"])
+        ]
+    if "url" in target:
+        found = secret_url(target["url"])
+        if found is not None:
+            execution["url"] = hide.literal("url", "url", target["url"], _variable(_segment(app_id), "url"), found)
     values = server.env if server.transport == "stdio" else server.headers
     kind = "env" if server.transport == "stdio" else "headers"
     out: dict[str, Any] = {}
@@ -336,42 +348,70 @@ def _execution(
             if not _is_secret(server, key, text):
                 out[key] = _predefined(text, server, env, where) if "${" in text else text
                 continue
-            if secrets == "keyring":
-                item = f"{app_id}|{key}"
-                out[key] = {"$keyring": item}
-                moved.append(Moved(where, "keyring", item, "stored in the keyring", text))
-            else:
-                name = names[(app_id, key)] if kind == "env" else _variable(_segment(app_id), key)
-                out[key] = {"$env": name}
-                moved.append(Moved(where, "env", name, f"the value it had in {server.source.file}"))
-            continue
-        if len(value) == 1:
-            part = value[0]
-            if isinstance(part, EnvVar):
-                dropped = f" (its default {part.default!r} is not kept)" if part.default is not None else ""
-                out[key] = {"$env": part.name}
-                note = f"{CLIENTS[server.source.client]} read it from the environment too{dropped}"
-                moved.append(Moved(where, "env", part.name, note))
-            else:
-                assert isinstance(part, Input)
-                name = _variable(part.id)
-                out[key] = {"$env": name}
-                moved.append(Moved(where, "env", name, f"what VS Code asked for as input {part.id!r}"))
-            continue
-        # Text around a reference (`Bearer ${TOKEN}`): the whole value becomes one variable.
-        name = _variable(_segment(app_id), key)
-        out[key] = {"$env": name}
-        moved.append(Moved(where, "env", name, f"set it to: {_template(value)}"))
+            name = names[(app_id, key)] if kind == "env" else _variable(_segment(app_id), key)
+            out[key] = hide.literal(where, key, text, name)
+        elif len(value) == 1:
+            assert isinstance(value[0], EnvVar | Input)
+            out[key] = hide.reference(where, value[0])
+        else:
+            # Text around a reference (`Bearer ${TOKEN}`): the whole value becomes one variable.
+            name = _variable(_segment(app_id), key)
+            out[key] = {"$env": name}
+            moved.append(Moved(where, "env", name, f"set it to: {_template(value)}"))
     if out:
         execution[kind] = out
     return execution, moved
+
+
+@dataclass
+class _Hider:
+    """Puts a reference where a descriptor would hold a secret, and says where the value went."""
+
+    server: Server
+    app_id: str
+    secrets: str
+    moved: list[Moved]
+
+    def literal(self, where: str, key: str, text: str, variable: str, found: Hidden | None = None) -> dict[str, str]:
+        """A secret written in the client's file: to the keyring, or to a variable for the user to set."""
+        shown = found.masked if found else MASK
+        if self.secrets == "keyring":
+            item = f"{self.app_id}|{key}"
+            self.moved.append(Moved(where, "keyring", item, "stored in the keyring", text, shown))
+            return {"$keyring": item}
+        file = self.server.source.file
+        whole = f"the whole value as {file} has it: {shown}" if found else f"the value it had in {file}"
+        self.moved.append(Moved(where, "env", variable, whole, shown=shown))
+        return {"$env": variable}
+
+    def reference(self, where: str, part: EnvVar | Input) -> dict[str, str]:
+        """A reference the client's file had: the same variable (or one for VS Code's input)."""
+        if isinstance(part, EnvVar):
+            dropped = f" (its default {part.default!r} is not kept)" if part.default is not None else ""
+            note = f"{CLIENTS[self.server.source.client]} read it from the environment too{dropped}"
+            self.moved.append(Moved(where, "env", part.name, note, shown=f"${part.name}"))
+            return {"$env": part.name}
+        name = _variable(part.id)
+        self.moved.append(Moved(where, "env", name, f"what VS Code asked for as input {part.id!r}", shown=f"${name}"))
+        return {"$env": name}
+
+    def arg(self, index: int, arg: str | EnvVar | Input, found: Hidden | None) -> str | dict[str, str]:
+        where = f"args[{index}]"
+        if not isinstance(arg, str):
+            return self.reference(where, arg)
+        if found is None:
+            return arg
+        variable = _variable(_segment(self.app_id), found.name or f"arg {index}")
+        if any(m.key == variable for m in self.moved):
+            variable = _variable(_segment(self.app_id), found.name, f"arg {index}")
+        return self.literal(where, where, arg, variable, found)
 
 
 def _template(value: Value) -> str:
     shown = []
     for part in value:
         if isinstance(part, str):
-            shown.append("<secret>" if _token_shaped(part.strip()) else part)
+            shown.append("<secret>" if token_shaped(part.strip()) else part)
         elif isinstance(part, EnvVar):
             shown.append(f"${part.name}")
         else:
@@ -379,11 +419,14 @@ def _template(value: Value) -> str:
     return "".join(shown)
 
 
-def _descriptor(app_id: str, server: Server, target: dict[str, Any], execution: dict[str, Any]) -> dict[str, Any]:
+def _descriptor(
+    app_id: str, server: Server, target: dict[str, Any], execution: dict[str, Any], moved: list[Moved]
+) -> dict[str, Any]:
     alias = _segment(app_id)
     name = server.source.name.strip() or alias
     if "url" in target:
-        description = f"The MCP server {name} at {target['url']} (streamable HTTP)."
+        url = next((m.shown for m in moved if m.place == "url"), target["url"])
+        description = f"The MCP server {name} at {url} (streamable HTTP)."
     else:
         description = f"The MCP server {name}, run as {Path(target['command']).name} (stdio)."
     return {
@@ -404,13 +447,8 @@ def _descriptor(app_id: str, server: Server, target: dict[str, Any], execution: 
 def _compare(planned: Planned, store: Store | None, force: bool) -> None:
     """Mark `planned` unchanged, or differs (kept unless --force) from what is already on disk and in the keyring."""
     differences = []
-    if planned.path.exists():
-        try:
-            existing = json.loads(planned.path.read_text("utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            existing = exc
-        if existing != planned.descriptor:
-            differences.append(f"{planned.path} exists and differs")
+    if planned.path.exists() and _on_disk(planned) != planned.descriptor:
+        differences.append(f"{planned.path} exists and differs")
     for moved in planned.moved:
         if moved.to == "keyring" and store is not None:
             try:
@@ -427,6 +465,14 @@ def _compare(planned: Planned, store: Store | None, force: bool) -> None:
         planned.status = "unchanged"
 
 
+def _on_disk(planned: Planned) -> Any:
+    """The descriptor on disk where `planned` goes, or why it cannot be read (never equal to a descriptor)."""
+    try:
+        return json.loads(planned.path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return exc
+
+
 def _write_json(path: Path, document: dict[str, Any]) -> None:
     """Atomically: a temporary file beside it, then a rename; normal permissions (no secrets inside)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -441,49 +487,6 @@ def _write_json(path: Path, document: dict[str, Any]) -> None:
         with contextlib.suppress(OSError):
             Path(temporary).unlink()
         raise
-
-
-# What counts as a secret.
-
-_SECRET_WORDS = re.compile(r"key|token|secret|passw|pwd|auth|credential|cookie|session|private", re.IGNORECASE)
-_TOKEN_PREFIX = re.compile(
-    r"^(?:sk|pk|rk)[-_][A-Za-z0-9]|^(?:ghp|gho|ghu|ghs|ghr)_|^github_pat_|^glpat-|^xox[abposr]-|^(?:AKIA|ASIA)[A-Z0-9]{12}"
-    r"|^AIza[0-9A-Za-z_-]{20}|^ya29\.|^eyJ[A-Za-z0-9_-]{8,}\.|^(?:Bearer|Basic|Token)\s+\S"
-)
-
-
-def looks_secret(key: str, value: str) -> bool:
-    """A value to keep out of a descriptor: its key names a secret, or it looks like one."""
-    if not value:
-        return False
-    return secret_key(key) or bool(_SECRET_WORDS.search(key)) or _token_shaped(value)
-
-
-def _token_shaped(value: str) -> bool:
-    """A known token format, a URL with a password, or a long random-looking string."""
-    if _TOKEN_PREFIX.search(value):
-        return True
-    with contextlib.suppress(ValueError):
-        if "://" in value and urlsplit(value).password:
-            return True
-    if len(value) < 20 or not re.fullmatch(r"[A-Za-z0-9_\-+/=.~]+", value) or value[0] in "/.~":
-        return False
-    if not (re.search(r"[0-9]", value) and re.search(r"[A-Za-z]", value)):
-        return False
-    counts = Counter(value)
-    entropy = -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
-    # A path such as `dist/server-2024/index.js` has slashes too; base64 of a key is far more random.
-    return entropy >= (4.5 if "/" in value else 3.5)
-
-
-def _secret_arg(arg: str, flag: str) -> bool:
-    """An argument that is a secret: token-shaped, `--token=…`, or the word after `--api-key`."""
-    name, sep, value = arg.partition("=")
-    if sep and name.startswith("-") and looks_secret(name, value):
-        return True
-    if flag.startswith("-") and "=" not in flag and _SECRET_WORDS.search(flag) and not arg.startswith("-"):
-        return True
-    return _token_shaped(arg)
 
 
 def client_entry(client: str, command: str = "aai-gateway") -> str:

@@ -44,6 +44,11 @@ _STATUS = {
     '({"$env": …}). Default: keyring if one is usable, else env.',
 )
 @click.option("--force", is_flag=True, help="Replace descriptors (and keyring items) that exist and differ.")
+@click.option(
+    "--project",
+    is_flag=True,
+    help="Without FILE, read the project files of the current folder too (.mcp.json, .vscode/mcp.json, …).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan (or what was written) as JSON.")
 @click.pass_context
 def import_servers(
@@ -53,12 +58,14 @@ def import_servers(
     do_write: bool,
     secrets: str | None,
     force: bool,
+    project: bool,
     as_json: bool,
 ) -> None:
     """Write one descriptor (~/.aai/mcp.<name>/aai.json) per MCP server that FILE lists, or, without FILE,
-    that Claude Desktop, Claude Code, Cursor, VS Code and Codex list on this machine (user files, and the
-    project files of the current folder). Secrets are moved out of the descriptors into the keyring or
-    environment variables. Prints the one entry that replaces those servers in each client.
+    that Claude Desktop, Claude Code, Cursor, VS Code and Codex list for this user (and, with --project,
+    in the project files of the current folder, which a cloned repository may have brought). Secrets are
+    moved out of the descriptors into the keyring or environment variables. Prints the one entry that
+    replaces those servers in each client.
 
     A dry run unless --write. Exit 1 when a file or a server could not be imported, or a descriptor
     differs from the one on disk (and --force was not given).
@@ -67,13 +74,19 @@ def import_servers(
 
     settings = settings_of(ctx)
     env = paths.environ()
+    clients = [client] if client else tuple(mcp_clients.CLIENTS)
+    unread: list[tuple[str, Path]] = []
     if files:
         sources: list[tuple[str | None, Path]] = [(client, path) for path in files]
     else:
-        sources = list(mcp_clients.known_files(env, Path.cwd(), [client] if client else tuple(mcp_clients.CLIENTS)))
+        sources = list(mcp_clients.known_files(env, Path.cwd(), clients, project=project))
+        if not project:
+            unread = mcp_clients.project_files(env, Path.cwd(), clients)
         if not sources:
             which = mcp_clients.CLIENTS[client] if client else ", ".join(mcp_clients.CLIENTS.values())
-            click.echo(f"No MCP server list of {which} found for this user or in this folder; give FILE.")
+            where = "for this user" if unread else "for this user or in this folder"
+            click.echo(f"No MCP server list of {which} found {where}; give FILE.")
+            _print_unread(unread)
             return
     found = mcp_clients.read(sources, env)
     mode, store, why = _secret_store(secrets)
@@ -82,9 +95,13 @@ def import_servers(
         mcp_import.write(result, store)
     entries = {c: mcp_import.client_entry(c) for c in result.clients()}
     if as_json:
-        click.echo(json.dumps(_as_json(result, do_write, entries), indent=2, ensure_ascii=False))
+        report = _as_json(result, do_write, entries)
+        why_not = "a project file of this folder; --project reads it"
+        report["notRead"] = [{"client": c, "path": str(p), "why": why_not} for c, p in unread]
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         _print(result, do_write, entries, why)
+        _print_unread(unread)
     if result.problems or any(p.status in ("differs", "failed") for p in result.servers):
         ctx.exit(1)
 
@@ -103,6 +120,17 @@ def _secret_store(option: str | None) -> tuple[str, Store | None, str]:
         return "env", None, f"no keyring is usable ({exc}), so secrets become environment variables"
 
 
+def _print_unread(unread: list[tuple[str, Path]]) -> None:
+    from aai_gateway.authoring.mcp_clients import CLIENTS
+
+    if unread:
+        click.echo(
+            "\nNot read: the project files of this folder (a repository may have brought them; --project reads them):"
+        )
+    for client, path in unread:
+        click.echo(f"  {CLIENTS[client]:<15} {path}")
+
+
 def _print(result: Plan, written: bool, entries: dict[str, str], why: str) -> None:
     from aai_gateway.authoring.mcp_clients import CLIENTS
 
@@ -119,17 +147,22 @@ def _print(result: Plan, written: bool, entries: dict[str, str], why: str) -> No
         status = _STATUS[planned.status][1 if written else 0]
         click.echo(f"  {planned.app_id}  {planned.path}  [{status}]")
         execution = planned.descriptor["execution"]
+        shown = {m.place: m.shown for m in planned.moved}  # secrets masked, references by name
         if "url" in execution:
-            click.echo(f"      streamable HTTP: {execution['url']}")
+            click.echo(f"      streamable HTTP: {shown.get('url', execution['url'])}")
         else:
-            click.echo(f"      stdio: {' '.join([execution['command'], *execution['args']])}")
+            args = [shown.get(f"args[{i}]", a) for i, a in enumerate(execution["args"])]
+            click.echo(f"      stdio: {' '.join([execution['command'], *args])}")
         froms = ", ".join(f"{CLIENTS[s.client]} ({s.name})" for s in planned.sources)
         click.echo(f"      from: {froms}")
         for moved in planned.moved:
             where = f"keyring item {moved.key}" if moved.to == "keyring" else f"environment variable {moved.key}"
-            click.echo(f"      {moved.place} → {where}")
+            value = f" ({moved.shown})" if moved.place.startswith(("args", "url")) else ""
+            click.echo(f"      {moved.place}{value} → {where}")
         for note in planned.notes:
             click.echo(f"      note: {note}")
+        if planned.backup is not None:
+            click.echo(f"      the old one is kept in {planned.backup}")
     if why:
         click.echo(f"\nNote: {why}.")
     variables = result.variables()
@@ -182,8 +215,12 @@ def _as_json(result: Plan, written: bool, entries: dict[str, str]) -> dict[str, 
                     {"client": s.client, "file": str(s.file), "name": s.name, "project": s.scope}
                     for s in planned.sources
                 ],
-                "secrets": [{"field": m.place, "to": m.to, "key": m.key, "note": m.note} for m in planned.moved],
+                "secrets": [
+                    {"field": m.place, "to": m.to, "key": m.key, "note": m.note, "shown": m.shown}
+                    for m in planned.moved
+                ],
                 "notes": planned.notes,
+                "backup": str(planned.backup) if planned.backup else None,
                 "descriptor": planned.descriptor,
             }
             for planned in result.servers

@@ -132,7 +132,7 @@ def _publish(catalog: Catalog, folder: Path, name: str) -> None:
 
 @click.command(short_help="Install a descriptor (library id, file or https URL) into ~/.aai/<appId>/aai.json.")
 @click.argument("what", metavar="ID|FILE|URL")
-@click.option("--force", is_flag=True, help="Replace a descriptor that was edited (a copy is kept as aai.json.bak).")
+@click.option("--force", is_flag=True, help="Replace a descriptor that was edited (a copy is kept beside it).")
 @click.pass_context
 def install(ctx: click.Context, what: str, force: bool) -> None:
     """Check a descriptor and write it as ~/.aai/<appId>/aai.json (the AAI home), where the gateway finds it.

@@ -1,7 +1,8 @@
 """An mcp binding's execution block and auth, turned into what starts or reaches its server.
 
-Secrets are never written in a descriptor: an `env` or `headers` value may be `{"$env": NAME}` (the
-gateway's environment) or `{"$keyring": KEY}` (the gateway's secret store, service "aai-gateway").
+Secrets are never written in a descriptor: an `env` or `headers` value, an argument in `args` or the
+`url` may be `{"$env": NAME}` (the gateway's environment) or `{"$keyring": KEY}` (the gateway's secret
+store, service "aai-gateway").
 An HTTP server may use the web executor's auth (bearer token, API key in a header, OAuth 2 with PKCE).
 
 Every value resolved from a reference or from auth is a secret: it is `remember`ed as soon as it is
@@ -27,17 +28,22 @@ from aai_gateway.secret_forms import remember
 
 
 async def launch_of(app: Descriptor, binding: Binding, settings: Settings) -> Launch:
-    options = binding.options
+    options, app_id = binding.options, app.app_id
     secrets: list[str] = []
-    env = await _resolved(app.app_id, "execution.env", options.get("env") or {}, settings, secrets)
-    headers = await _resolved(app.app_id, "execution.headers", options.get("headers") or {}, settings, secrets)
-    url = options.get("url")
+
+    async def value(where: str, written: str | Mapping[str, str]) -> str:
+        return await _value(app_id, where, written, settings, secrets)
+
+    env = {k: await value(f"execution.env.{k}", v) for k, v in (options.get("env") or {}).items()}
+    headers = {k: await value(f"execution.headers.{k}", v) for k, v in (options.get("headers") or {}).items()}
+    args = [await value(f"execution.args[{i}]", v) for i, v in enumerate(options.get("args") or ())]
+    url = await value("execution.url", options["url"]) if options.get("url") else None
     if url and binding.auth:
-        headers.update(await _auth_headers(app.app_id, str(url), binding.auth, settings, secrets))
+        headers.update(await _auth_headers(app_id, url, binding.auth, settings, secrets))
     return Launch(
-        app_id=app.app_id,
+        app_id=app_id,
         command=options.get("command"),
-        args=tuple(options.get("args") or ()),
+        args=tuple(args),
         env=env,
         cwd=options.get("cwd"),
         url=url,
@@ -47,31 +53,26 @@ async def launch_of(app: Descriptor, binding: Binding, settings: Settings) -> La
     )
 
 
-async def _resolved(
-    app_id: str, where: str, values: Mapping[str, Any], settings: Settings, secrets: list[str]
-) -> dict[str, str]:
-    """The values as written, or resolved from a reference (each of those added to `secrets`)."""
-    resolved: dict[str, str] = {}
-    for name, value in values.items():
-        if isinstance(value, str):
-            resolved[name] = value
-        elif "$env" in value:
-            variable = value["$env"]
-            if variable not in os.environ:
-                raise AuthRequired(
-                    f"{app_id} needs the environment variable {variable} ({where}.{name}), which is not set"
-                )
-            resolved[name] = _secret(os.environ[variable], secrets)
-        else:
-            key = str(value["$keyring"])
-            secret = await asyncio.to_thread(_stored, settings, key)
-            if secret is None:
-                raise AuthRequired(
-                    f"{app_id} needs the secret '{key}' ({where}.{name}) from the gateway's secret store "
-                    "(service aai-gateway), which has none of that name"
-                )
-            resolved[name] = _secret(secret, secrets)
-    return resolved
+async def _value(
+    app_id: str, where: str, value: str | Mapping[str, str], settings: Settings, secrets: list[str]
+) -> str:
+    """A descriptor's value as the server gets it: a string as written, or a reference resolved (and then
+    added to `secrets`)."""
+    if isinstance(value, str):
+        return value
+    if "$env" in value:
+        variable = value["$env"]
+        if variable not in os.environ:
+            raise AuthRequired(f"{app_id} needs the environment variable {variable} ({where}), which is not set")
+        return _secret(os.environ[variable], secrets)
+    key = str(value["$keyring"])
+    secret = await asyncio.to_thread(_stored, settings, key)
+    if secret is None:
+        raise AuthRequired(
+            f"{app_id} needs the secret '{key}' ({where}) from the gateway's secret store "
+            "(service aai-gateway), which has none of that name"
+        )
+    return _secret(secret, secrets)
 
 
 async def _auth_headers(

@@ -3,7 +3,8 @@
 What was installed is remembered in `<AAI home>/installed.json` (app id → SHA-256 of the bytes written,
 where they came from, when). A file whose bytes still have that hash is the gateway's own and may be
 replaced by another version; a file with other bytes was edited by the user (or put there by hand) and
-is replaced only when asked to (`force`), after a copy is kept as `aai.json.bak`.
+is replaced only when asked to (`force`), after a copy is kept beside it (`aai.json.bak`, or
+`aai.json.1.bak`, `aai.json.2.bak`, … when that name is taken: see paths.keep_backup).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from aai_gateway.library.store import Fetch, fetch_descriptor, sha256
 
 RECORD = "installed.json"
 BACKUP = "aai.json.bak"
+"""The first backup's name; later ones are numbered."""
 Outcome = Literal["installed", "updated", "unchanged", "replaced"]
 
 log = logging.getLogger(__name__)
@@ -36,7 +38,7 @@ class EditedFile(Exception):
 
     def __init__(self, path: Path, known: bool) -> None:
         how = "was changed since it was installed" if known else "was not installed by aai-gateway"
-        super().__init__(f"{path} {how}; it is left as it is (--force replaces it, keeping a copy as {BACKUP})")
+        super().__init__(f"{path} {how}; it is left as it is (--force replaces it, keeping a copy beside it)")
         self.path = path
 
 
@@ -78,8 +80,7 @@ def install(data: bytes, source: str, aai_home: Path, *, force: bool = False) ->
     elif not force:
         raise EditedFile(target, known is not None)
     else:
-        backup = folder / BACKUP
-        paths.write_atomic(backup, current)
+        backup = paths.keep_backup(target, current)
         outcome = "replaced"
     if outcome != "unchanged":
         folder.mkdir(parents=True, exist_ok=True)
