@@ -1,8 +1,9 @@
 """A stdio server as the SDK's session wants it: two message streams, and the process behind them.
 
 Unlike the SDK's `stdio_client` this keeps the process at hand (its pid for the status and the kill,
-its exit for noticing a crash) and its stderr in the log. A line on stdout that is not a JSON-RPC
-message is logged and skipped, so a server that prints stray text keeps its session.
+its exit for noticing a crash, even while a process it started holds its pipes) and its stderr in the
+log. A line on stdout that is not a JSON-RPC message is logged and skipped, so a server that prints
+stray text keeps its session.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
-import anyio.abc
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from anyio.streams.text import TextReceiveStream
@@ -25,6 +25,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from aai_gateway.mcp_client import children
+from aai_gateway.mcp_client.process import PipeReader, PipeWriter, start, wait
 from aai_gateway.text import printable
 
 log = logging.getLogger("aai_gateway.mcp_client")
@@ -32,18 +33,20 @@ log = logging.getLogger("aai_gateway.mcp_client")
 STOP_GRACE = 2.0
 """Seconds a server has to exit after its stdin closes, and again after SIGTERM, before SIGKILL."""
 MAX_LINE = 64 * 1024 * 1024
+DRAIN = 0.5
+"""Seconds the server's output has, after it exited, to reach its end; a process it started may hold it open."""
 
 
 @dataclass
 class Child:
-    process: anyio.abc.Process
+    process: subprocess.Popen[bytes]
     read: MemoryObjectReceiveStream[SessionMessage | Exception]
     write: MemoryObjectSendStream[SessionMessage]
     stderr: deque[str] = field(default_factory=lambda: deque(maxlen=5))
     """The server's last lines on stderr, for a message saying why it ended."""
     exited: anyio.Event = field(default_factory=anyio.Event)
-    """Set when the server's stdout ends: it exited, or closed the pipe it answers on (the same to us).
-    (The process's own `wait` returns only once every pipe is closed, ours to its stdin too.)"""
+    """Set when the server's stdout ends: it exited (and what it wrote before was read), or it closed the
+    pipe it answers on (the same to us)."""
 
     @property
     def pid(self) -> int:
@@ -55,73 +58,95 @@ async def spawn(
     label: str, command: str, args: Sequence[str], env: Mapping[str, str], cwd: str | None
 ) -> AsyncIterator[Child]:
     """Start the server in its own process group; on leaving, stop the whole group (by its pid)."""
-    process = await anyio.open_process(
-        [command, *args],
-        env=get_default_environment() | dict(env),
-        cwd=cwd,
-        start_new_session=True,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    process = start(command, args, get_default_environment() | dict(env), cwd)
     children.adopt(process.pid)
+    log.info("%s: started %s (pid %d)", label, command, process.pid)
+    try:
+        async with _served(label, process) as child:
+            yield child
+    finally:
+        children.release(process.pid)
+
+
+@asynccontextmanager
+async def _served(label: str, process: subprocess.Popen[bytes]) -> AsyncIterator[Child]:
+    stdin_pipe, stdout_pipe, stderr_pipe = (
+        PipeWriter(process.stdin),
+        PipeReader(process.stdout),
+        PipeReader(process.stderr),
+    )
     read_writer, read = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write, write_reader = anyio.create_memory_object_stream[SessionMessage](16)
     child = Child(process, read, write)
-    log.info("%s: started %s (pid %d)", label, command, process.pid)
 
     async def stdin() -> None:
-        assert process.stdin is not None
         try:
             async with write_reader:
                 async for message in write_reader:
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    await process.stdin.send(data.encode())
+                    await stdin_pipe.send(data.encode())
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             await read_writer.aclose()
 
-    async def stderr() -> None:
-        assert process.stderr is not None
-        async for chunk in TextReceiveStream(process.stderr, errors="replace"):
-            for line in chunk.splitlines():
-                if line.strip():
-                    child.stderr.append(printable(line[:500]))
-                    log.debug("%s: %s", label, printable(line[:500]))
+    reading = anyio.CancelScope()
+    read_all = anyio.Event()
+
+    async def outputs() -> None:
+        with reading:
+            async with anyio.create_task_group() as readers:
+                readers.start_soon(_read_stdout, label, child, stdout_pipe, read_writer)
+                readers.start_soon(_read_stderr, label, child, stderr_pipe)
+        read_all.set()
 
     async def waiter() -> None:
-        code = await process.wait()
+        code = await wait(process)
         log.info("%s: pid %d exited with %s", label, process.pid, code)
+        # What it wrote is in the pipes already; a process it started may hold them open for ever.
+        with anyio.move_on_after(DRAIN):
+            await read_all.wait()
+        reading.cancel()
 
     try:
         async with anyio.create_task_group() as group:
-            group.start_soon(_read_stdout, label, child, read_writer)
+            group.start_soon(outputs)
             group.start_soon(stdin)
-            group.start_soon(stderr)
             group.start_soon(waiter)
             try:
                 yield child
             finally:
                 with anyio.CancelScope(shield=True):
-                    await _stop(label, process, child.exited)
+                    await _stop(label, process, stdin_pipe, child.exited)
                 group.cancel_scope.cancel()
     finally:
-        children.release(process.pid)
+        for pipe in (stdin_pipe, stdout_pipe, stderr_pipe):
+            await pipe.aclose()
+        if process.poll() is None:
+            log.warning("%s: pid %d is left unreaped", label, process.pid)
 
 
-async def _read_stdout(label: str, child: Child, writer: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+async def _read_stdout(
+    label: str, child: Child, stdout: PipeReader, writer: MemoryObjectSendStream[SessionMessage | Exception]
+) -> None:
     try:
-        await _read_lines(label, child.process, writer)
+        await _read_lines(label, stdout, writer)
     finally:
         child.exited.set()
 
 
+async def _read_stderr(label: str, child: Child, stderr: PipeReader) -> None:
+    async for chunk in TextReceiveStream(stderr, errors="replace"):
+        for line in chunk.splitlines():
+            if line.strip():
+                child.stderr.append(printable(line[:500]))
+                log.debug("%s: %s", label, printable(line[:500]))
+
+
 async def _read_lines(
-    label: str, process: anyio.abc.Process, writer: MemoryObjectSendStream[SessionMessage | Exception]
+    label: str, stdout: PipeReader, writer: MemoryObjectSendStream[SessionMessage | Exception]
 ) -> None:
-    assert process.stdout is not None
     buffer = ""
     async with writer:
-        async for chunk in TextReceiveStream(process.stdout, errors="replace"):
+        async for chunk in TextReceiveStream(stdout, errors="replace"):
             lines = (buffer + chunk).split("\n")
             buffer = lines.pop()
             if len(buffer) > MAX_LINE:
@@ -141,10 +166,9 @@ async def _read_lines(
                     return
 
 
-async def _stop(label: str, process: anyio.abc.Process, exited: anyio.Event) -> None:
+async def _stop(label: str, process: subprocess.Popen[bytes], stdin: PipeWriter, exited: anyio.Event) -> None:
     """Close stdin; then SIGTERM the group, then SIGKILL it, each only while a member is left."""
-    if process.stdin is not None:
-        await process.stdin.aclose()
+    await stdin.aclose()
     with anyio.move_on_after(STOP_GRACE):
         await exited.wait()
         await _gone(process)
@@ -158,11 +182,11 @@ async def _stop(label: str, process: anyio.abc.Process, exited: anyio.Event) -> 
         log.warning("%s: process group %d is still alive after SIGKILL", label, process.pid)
 
 
-def _group_left(process: anyio.abc.Process) -> bool:
+def _group_left(process: subprocess.Popen[bytes]) -> bool:
     """Whether the server or a process it started is alive (an exited server not yet reaped counts)."""
     return process.returncode is None or children.alive(process.pid)
 
 
-async def _gone(process: anyio.abc.Process) -> None:
+async def _gone(process: subprocess.Popen[bytes]) -> None:
     while _group_left(process):
         await anyio.sleep(0.02)
