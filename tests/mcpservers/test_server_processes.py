@@ -18,6 +18,7 @@ from mcp import ClientSession
 from tests.e2e.mcp_client import error_of, http_session, stdio_session, text_of, web_gateway
 from tests.mcpservers.servers import alive, descriptor, hostile, install, marked
 from tests.mcpservers.test_mcp_apps import env_of, exec_
+from tests.support import until
 
 pytestmark = pytest.mark.anyio
 
@@ -61,6 +62,40 @@ async def served(tmp_path: Path, mode: str, *docs: dict[str, Any]) -> AsyncItera
         with web_gateway(env_of(home), log) as url:
             async with http_session(url) as session:
                 yield session
+
+
+def gateway_pid(home: Path) -> int:
+    (pid,) = [pid for pid in started_by(home) if b"aai-gateway" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    return pid
+
+
+SERVERS: dict[str, dict[str, Any]] = {
+    "ignores EOF and SIGTERM": {"ignoreEof": True, "ignoreTerm": True},
+    "left a child": {"calls": {"echo": [{"fork": 120}]}},
+}
+
+
+@pytest.mark.hostile("mcp-server")
+@pytest.mark.parametrize("server", list(SERVERS))
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_no_server_outlives_a_gateway_ended_by_a_signal(
+    tmp_path: Path, mode: str, sig: signal.Signals, server: str
+) -> None:
+    mark = uuid.uuid4().hex
+    home = tmp_path / "home"
+    app = descriptor("mcp.hostile", hostile(tmp_path / "plan.json", SERVERS[server], mark=mark))
+    with killing_leftovers(home):
+        pids: list[int] = []
+        async with served(tmp_path, mode, app) as session:
+            assert text_of(await exec_(session, "mcp.hostile", "echo", {"n": 1}))
+            pids = marked(mark)
+            assert len(pids) == (2 if server == "left a child" else 1), pids
+            gateway = gateway_pid(home)
+            os.kill(gateway, sig)
+            await until(lambda: not alive(gateway), 15, "the gateway to end")
+        await until(lambda: not started_by(home), 15, "every process of the gateway to end")
+        assert not [pid for pid in pids if alive(pid)]
 
 
 @pytest.mark.hostile("mcp-server")
