@@ -167,11 +167,13 @@ async def _read_lines(
 
 
 async def _stop(label: str, process: subprocess.Popen[bytes], stdin: PipeWriter, exited: anyio.Event) -> None:
-    """Close stdin; then SIGTERM the group, then SIGKILL it, each only while a member is left."""
+    """Close stdin; then SIGTERM the group, then SIGKILL it, each only while a member is left.
+    (What a server that exited left in its group is not waiting for its stdin: it gets SIGTERM at once.)"""
     await stdin.aclose()
-    with anyio.move_on_after(STOP_GRACE):
-        await exited.wait()
-        await _gone(process)
+    if process.returncode is None:
+        with anyio.move_on_after(STOP_GRACE):
+            await exited.wait()
+            await _gone(process)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if not _group_left(process):
             return
