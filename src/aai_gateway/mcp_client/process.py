@@ -79,8 +79,8 @@ async def wait(process: subprocess.Popen[bytes]) -> int:
             os.close(pidfd)
 
 
-class PipeReader(anyio.abc.ByteReceiveStream):
-    """The reading end of a pipe as an anyio byte stream."""
+class _Pipe:
+    """One end of a pipe, switched to non-blocking: waits go through the event loop."""
 
     def __init__(self, pipe: IO[bytes] | None) -> None:
         assert pipe is not None
@@ -88,10 +88,23 @@ class PipeReader(anyio.abc.ByteReceiveStream):
         self._fd = pipe.fileno()
         os.set_blocking(self._fd, False)
 
+    def _check_open(self) -> None:
+        if self._pipe.closed:
+            raise anyio.ClosedResourceError
+
+    async def aclose(self) -> None:
+        if not self._pipe.closed:
+            anyio.notify_closing(self._fd)
+            with contextlib.suppress(OSError):
+                self._pipe.close()
+
+
+class PipeReader(_Pipe, anyio.abc.ByteReceiveStream):
+    """The reading end of a pipe as an anyio byte stream."""
+
     async def receive(self, max_bytes: int = 65536) -> bytes:
         while True:
-            if self._pipe.closed:
-                raise anyio.ClosedResourceError
+            self._check_open()
             try:
                 data = os.read(self._fd, max_bytes)
             except BlockingIOError:
@@ -102,37 +115,17 @@ class PipeReader(anyio.abc.ByteReceiveStream):
             await checkpoint()  # a server that floods its output does not hold the event loop
             return data
 
-    async def aclose(self) -> None:
-        _close(self._pipe)
 
-
-class PipeWriter(anyio.abc.ByteSendStream):
+class PipeWriter(_Pipe, anyio.abc.ByteSendStream):
     """The writing end of a pipe as an anyio byte stream."""
-
-    def __init__(self, pipe: IO[bytes] | None) -> None:
-        assert pipe is not None
-        self._pipe = pipe
-        self._fd = pipe.fileno()
-        os.set_blocking(self._fd, False)
 
     async def send(self, item: bytes) -> None:
         view = memoryview(item)
         while view:
-            if self._pipe.closed:
-                raise anyio.ClosedResourceError
+            self._check_open()
             try:
                 view = view[os.write(self._fd, view) :]
             except BlockingIOError:
                 await anyio.wait_writable(self._fd)
             except BrokenPipeError:
                 raise anyio.BrokenResourceError from None
-
-    async def aclose(self) -> None:
-        _close(self._pipe)
-
-
-def _close(pipe: IO[bytes]) -> None:
-    if not pipe.closed:
-        anyio.notify_closing(pipe.fileno())
-        with contextlib.suppress(OSError):
-            pipe.close()

@@ -45,8 +45,8 @@ class Child:
     stderr: deque[str] = field(default_factory=lambda: deque(maxlen=5))
     """The server's last lines on stderr, for a message saying why it ended."""
     exited: anyio.Event = field(default_factory=anyio.Event)
-    """Set when the server's stdout ends: it exited (and what it wrote before was read), or it closed the
-    pipe it answers on (the same to us)."""
+    """Set when the server's stdout ends (it exited, or closed the pipe it answers on: the same to us), once
+    its last words on stderr and its exit status are in, or a moment later."""
 
     @property
     def pid(self) -> int:
@@ -88,29 +88,20 @@ async def _served(label: str, process: subprocess.Popen[bytes]) -> AsyncIterator
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             await read_writer.aclose()
 
-    reading = anyio.CancelScope()
-    read_all = anyio.Event()
+    ends = _Ends()
 
     async def outputs() -> None:
-        with reading:
+        with ends.reading:
             async with anyio.create_task_group() as readers:
-                readers.start_soon(_read_stdout, label, child, stdout_pipe, read_writer)
-                readers.start_soon(_read_stderr, label, child, stderr_pipe)
-        read_all.set()
-
-    async def waiter() -> None:
-        code = await wait(process)
-        log.info("%s: pid %d exited with %s", label, process.pid, code)
-        # What it wrote is in the pipes already; a process it started may hold them open for ever.
-        with anyio.move_on_after(DRAIN):
-            await read_all.wait()
-        reading.cancel()
+                readers.start_soon(_read_stdout, label, stdout_pipe, read_writer, ends)
+                readers.start_soon(_read_stderr, label, child, stderr_pipe, ends)
 
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(outputs)
             group.start_soon(stdin)
-            group.start_soon(waiter)
+            group.start_soon(_wait_exit, label, process, ends)
+            group.start_soon(_tell_end, child, read_writer, ends)
             try:
                 yield child
             finally:
@@ -118,52 +109,87 @@ async def _served(label: str, process: subprocess.Popen[bytes]) -> AsyncIterator
                     await _stop(label, process, stdin_pipe, child.exited)
                 group.cancel_scope.cancel()
     finally:
+        read_writer.close()
         for pipe in (stdin_pipe, stdout_pipe, stderr_pipe):
             await pipe.aclose()
         if process.poll() is None:
             log.warning("%s: pid %d is left unreaped", label, process.pid)
 
 
+@dataclass
+class _Ends:
+    """A server's stdout, stderr and process each end, in any order; the session learns of the end once all
+    have (what the server said last, and how it ended, belong in the message about it), or soon after one."""
+
+    stdout: anyio.Event = field(default_factory=anyio.Event)
+    stderr: anyio.Event = field(default_factory=anyio.Event)
+    process: anyio.Event = field(default_factory=anyio.Event)
+    reading: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+
 async def _read_stdout(
-    label: str, child: Child, stdout: PipeReader, writer: MemoryObjectSendStream[SessionMessage | Exception]
+    label: str, stdout: PipeReader, writer: MemoryObjectSendStream[SessionMessage | Exception], ends: _Ends
 ) -> None:
     try:
         await _read_lines(label, stdout, writer)
     finally:
-        child.exited.set()
+        ends.stdout.set()
 
 
-async def _read_stderr(label: str, child: Child, stderr: PipeReader) -> None:
-    async for chunk in TextReceiveStream(stderr, errors="replace"):
-        for line in chunk.splitlines():
-            if line.strip():
-                child.stderr.append(printable(line[:500]))
-                log.debug("%s: %s", label, printable(line[:500]))
+async def _read_stderr(label: str, child: Child, stderr: PipeReader, ends: _Ends) -> None:
+    try:
+        async for chunk in TextReceiveStream(stderr, errors="replace"):
+            for line in chunk.splitlines():
+                if line.strip():
+                    child.stderr.append(printable(line[:500]))
+                    log.debug("%s: %s", label, printable(line[:500]))
+    finally:
+        ends.stderr.set()
+
+
+async def _wait_exit(label: str, process: subprocess.Popen[bytes], ends: _Ends) -> None:
+    code = await wait(process)
+    ends.process.set()
+    log.info("%s: pid %d exited with %s", label, process.pid, code)
+    # What it wrote is in the pipes already; a process it started may hold them open for ever.
+    with anyio.move_on_after(DRAIN):
+        await ends.stdout.wait()
+        await ends.stderr.wait()
+    ends.reading.cancel()
+
+
+async def _tell_end(child: Child, writer: MemoryObjectSendStream[SessionMessage | Exception], ends: _Ends) -> None:
+    """Once stdout ended: set `exited`, then end the session's stream (which fails the calls under way)."""
+    await ends.stdout.wait()
+    with anyio.move_on_after(DRAIN):
+        await ends.stderr.wait()
+        await ends.process.wait()
+    child.exited.set()
+    writer.close()
 
 
 async def _read_lines(
     label: str, stdout: PipeReader, writer: MemoryObjectSendStream[SessionMessage | Exception]
 ) -> None:
     buffer = ""
-    async with writer:
-        async for chunk in TextReceiveStream(stdout, errors="replace"):
-            lines = (buffer + chunk).split("\n")
-            buffer = lines.pop()
-            if len(buffer) > MAX_LINE:
-                log.warning("%s: a line on stdout grew past %d bytes; dropped", label, MAX_LINE)
-                buffer = ""
-            for line in lines:
-                if not line.strip():
-                    continue
-                try:
-                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                except (ValidationError, ValueError):
-                    log.warning("%s: not a JSON-RPC message on stdout, skipped: %s", label, printable(line[:200]))
-                    continue
-                try:
-                    await writer.send(SessionMessage(message))
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    return
+    async for chunk in TextReceiveStream(stdout, errors="replace"):
+        lines = (buffer + chunk).split("\n")
+        buffer = lines.pop()
+        if len(buffer) > MAX_LINE:
+            log.warning("%s: a line on stdout grew past %d bytes; dropped", label, MAX_LINE)
+            buffer = ""
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except (ValidationError, ValueError):
+                log.warning("%s: not a JSON-RPC message on stdout, skipped: %s", label, printable(line[:200]))
+                continue
+            try:
+                await writer.send(SessionMessage(message))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
 
 
 async def _stop(label: str, process: subprocess.Popen[bytes], stdin: PipeWriter, exited: anyio.Event) -> None:
