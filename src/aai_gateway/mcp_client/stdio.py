@@ -86,7 +86,9 @@ async def _served(label: str, process: subprocess.Popen[bytes]) -> AsyncIterator
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                     await stdin_pipe.send(data.encode())
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await read_writer.aclose()
+            with anyio.move_on_after(DRAIN):  # the server is likely gone: let its end be told first
+                await child.exited.wait()
+            read_writer.close()
 
     ends = _Ends()
 
