@@ -16,8 +16,13 @@ This module sits above both `mcp/` and `web/`, which do not import each other.
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 
 import anyio
 import uvicorn
@@ -130,6 +135,42 @@ def build_app(
     return app
 
 
+class WebServer(uvicorn.Server):
+    """uvicorn's server, except that SIGINT or SIGTERM only ends the serving: uvicorn would raise the signal
+    again as `serve` returns, and the gateway would die of it before closing (its MCP servers with it).
+    `signals` keeps what arrived, for `reraise` once the gateway is closed."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.signals: list[int] = []
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    @contextmanager
+    def handling_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handle(sig: int, frame: FrameType | None) -> None:
+            self.signals.append(sig)
+            self.handle_exit(sig, frame)
+
+        originals = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, original in originals.items():
+                signal.signal(sig, original)
+
+    def reraise(self) -> None:
+        """End as the signals that stopped the server would have ended the process (the last one first)."""
+        for sig in reversed(self.signals):
+            signal.raise_signal(sig)
+
+
 def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None, bearer: Bearer | None = None) -> None:
     """Serve until interrupted, on an already listening socket; with `bearer`, `/mcp` requires its token."""
     server = GatewayServer(gateway, transport="http")
@@ -153,7 +194,7 @@ def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None, 
         proxy_headers=False,
         timeout_graceful_shutdown=3,
     )
-    web = uvicorn.Server(config)
+    web = WebServer(config)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"aai-gateway: MCP over HTTP at http://{shown}:{port}{MCP_PATH}", file=sys.stderr, flush=True)
@@ -167,6 +208,8 @@ def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None, 
                 stop.set()
                 group.cancel_scope.cancel()
         finally:
-            await gateway.aclose()
+            await gateway.aclose()  # stops every MCP server: stdin closed, then SIGTERM, then SIGKILL
 
-    loop.run(main)
+    with web.handling_signals():
+        loop.run(main)
+    web.reraise()

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import pwd
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from aai_gateway.auth.secrets import open_store
 from aai_gateway.config import load_settings
@@ -14,7 +20,11 @@ from aai_gateway.descriptor.validate import check_document
 from aai_gateway.errors import AaiError
 from aai_gateway.executors.mcp_launch import launch_of
 from aai_gateway.service import Caller, Gateway
+from tests.e2e.mcp_client import error_of
 from tests.mcpservers.servers import descriptor, install, node, server_js
+from tests.mcpservers.test_mcp_apps import env_of
+from tests.mcpservers.test_server_processes import killing_leftovers
+from tests.support import gateway_command
 
 pytestmark = pytest.mark.anyio
 
@@ -40,14 +50,59 @@ async def test_a_missing_environment_variable(tmp_path: Path, monkeypatch: pytes
     assert "mcp.broken needs the environment variable AAI_TEST_NO_SUCH_KEY (execution.env.API_KEY)" in error.detail
 
 
-async def test_a_missing_command_and_a_missing_folder(tmp_path: Path) -> None:
+async def test_a_missing_command(tmp_path: Path) -> None:
     error = await failure(tmp_path, {"type": "mcp", "command": str(tmp_path / "no-such-server")})
     assert error.type == "APP_NOT_RUNNING"
     assert "mcp.broken could not be started: the command was not found" in error.detail
-    nowhere = {"type": "mcp", "command": node(), "args": [server_js("memory")], "cwd": str(tmp_path / "gone")}
-    error = await failure(tmp_path, nowhere)
+
+
+@pytest.mark.hostile("mcp-server")
+@pytest.mark.parametrize(
+    ("folder", "said"),
+    [
+        ("gone", "does not exist"),
+        ("a-file", "is not a folder"),
+        ("a-file/below", "is not a folder"),
+    ],
+)
+async def test_a_folder_that_cannot_be_the_servers(tmp_path: Path, folder: str, said: str) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    cwd = str(tmp_path / folder)
+    error = await failure(tmp_path, {"type": "mcp", "command": node(), "args": [server_js("memory")], "cwd": cwd})
     assert error.type == "APP_NOT_RUNNING"
-    assert "gone" in error.detail
+    assert error.detail == f"mcp.broken could not be started: its folder {cwd} (execution.cwd) {said}"
+
+
+@pytest.mark.hostile("mcp-server")
+async def test_a_folder_the_server_may_not_enter(tmp_path: Path) -> None:
+    """Root may enter any folder, so there the gateway runs as nobody (in a folder of its own: the test's
+    temporary folder is root's alone)."""
+    base = Path(tempfile.mkdtemp(prefix="aai-cwd-"))
+    home, locked = base / "home", base / "locked"
+    try:
+        base.chmod(0o755)
+        locked.mkdir()
+        execution = {"type": "mcp", "command": sys.executable, "args": ["-c", "pass"], "cwd": str(locked)}
+        install(home / ".aai", descriptor("mcp.broken", execution))
+        command = [gateway_command(), "--mcp"]
+        if os.geteuid() == 0:
+            nobody = pwd.getpwnam("nobody").pw_uid
+            for path in [base, *base.rglob("*")]:
+                os.chown(path, nobody, nobody)
+            command = ["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups", *command]
+        locked.chmod(0)
+        params = StdioServerParameters(command=command[0], args=command[1:], env=env_of(home))
+        with killing_leftovers(home), (base / "gateway.log").open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                error = await error_of(session, "aai_exec", {"app": "mcp.broken", "tool": "any", "args": {}})
+        assert error.data is not None
+        assert error.data["type"] == "APP_NOT_RUNNING", error
+        why = f"its folder {locked} (execution.cwd) cannot be entered (permission denied)"
+        assert error.data["detail"] == f"mcp.broken could not be started: {why}", error
+    finally:
+        locked.chmod(0o700)
+        shutil.rmtree(base)
 
 
 async def test_a_server_that_exits_at_once(tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
 """A stdio server as the SDK's session wants it: two message streams, and the process behind them.
 
 Unlike the SDK's `stdio_client` this keeps the process at hand (its pid for the status and the kill,
-its exit for noticing a crash) and its stderr in the log, each line passed through `redact` (which cuts
-the server's secrets out) before it is kept or logged. A line on stdout that is not a JSON-RPC message
-is logged and skipped, so a server that prints stray text keeps its session.
+its exit for noticing a crash, even while a process it started holds its pipes) and its stderr in the
+log, each line passed through `redact` (which cuts the server's secrets out) before it is kept or logged.
+A line on stdout that is not a JSON-RPC message is logged and skipped, so a server that prints stray text
+keeps its session.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
-import anyio.abc
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from anyio.streams.text import TextReceiveStream
@@ -27,6 +27,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from aai_gateway.mcp_client import children
+from aai_gateway.mcp_client.process import PipeReader, PipeWriter, start, wait
 from aai_gateway.text import printable
 
 log = logging.getLogger("aai_gateway.mcp_client")
@@ -41,18 +42,20 @@ MAX_STDERR_LINE = 64 * 1024
 """A longer line on stderr is taken in pieces of this size."""
 SHOWN = 500
 """Characters of a line on stderr kept and logged."""
+DRAIN = 0.5
+"""Seconds the server's output has, after it exited, to reach its end; a process it started may hold it open."""
 
 
 @dataclass
 class Child:
-    process: anyio.abc.Process
+    process: subprocess.Popen[bytes]
     read: MemoryObjectReceiveStream[SessionMessage | Exception]
     write: MemoryObjectSendStream[SessionMessage]
     stderr: deque[str] = field(default_factory=lambda: deque(maxlen=5))
     """The server's last lines on stderr, for a message saying why it ended."""
     exited: anyio.Event = field(default_factory=anyio.Event)
-    """Set when the server's stdout ends: it exited, or closed the pipe it answers on (the same to us).
-    (The process's own `wait` returns only once every pipe is closed, ours to its stdin too.)"""
+    """Set when the server's stdout ends (it exited, or closed the pipe it answers on: the same to us), once
+    its last words on stderr and its exit status are in, or a moment later."""
 
     @property
     def pid(self) -> int:
@@ -70,41 +73,96 @@ async def spawn(
     redact: Callable[[str], str] = str,
 ) -> AsyncIterator[Child]:
     """Start the server in its own process group; on leaving, stop the whole group (by its pid)."""
-    process = await anyio.open_process(
-        [command, *args],
-        env=get_default_environment() | dict(env),
-        cwd=cwd,
-        start_new_session=True,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    process = start(command, args, get_default_environment() | dict(env), cwd)
     children.adopt(process.pid)
+    log.info("%s: started %s (pid %d)", label, command, process.pid)
+    try:
+        async with _served(label, process, redact) as child:
+            yield child
+    finally:
+        children.release(process.pid)
+
+
+@asynccontextmanager
+async def _served(label: str, process: subprocess.Popen[bytes], redact: Callable[[str], str]) -> AsyncIterator[Child]:
+    stdin_pipe, stdout_pipe, stderr_pipe = (
+        PipeWriter(process.stdin),
+        PipeReader(process.stdout),
+        PipeReader(process.stderr),
+    )
     read_writer, read = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write, write_reader = anyio.create_memory_object_stream[SessionMessage](16)
     child = Child(process, read, write)
-    log.info("%s: started %s (pid %d)", label, command, process.pid)
 
     async def stdin() -> None:
-        assert process.stdin is not None
         try:
             async with write_reader:
                 async for message in write_reader:
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    await process.stdin.send(data.encode())
+                    await stdin_pipe.send(data.encode())
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await read_writer.aclose()
+            with anyio.move_on_after(DRAIN):  # the server is likely gone: let its end be told first
+                await child.exited.wait()
+            read_writer.close()
 
+    ends = _Ends()
+
+    async def outputs() -> None:
+        with ends.reading:
+            async with anyio.create_task_group() as readers:
+                readers.start_soon(_read_stdout, label, stdout_pipe, read_writer, ends)
+                readers.start_soon(_read_stderr, label, child, stderr_pipe, ends, redact)
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(outputs)
+            group.start_soon(stdin)
+            group.start_soon(_wait_exit, label, process, ends)
+            group.start_soon(_tell_end, child, read_writer, ends)
+            try:
+                yield child
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _stop(label, process, stdin_pipe, child.exited)
+                group.cancel_scope.cancel()
+    finally:
+        read_writer.close()
+        for pipe in (stdin_pipe, stdout_pipe, stderr_pipe):
+            await pipe.aclose()
+        if process.poll() is None:
+            log.warning("%s: pid %d is left unreaped", label, process.pid)
+
+
+@dataclass
+class _Ends:
+    """A server's stdout, stderr and process each end, in any order; the session learns of the end once all
+    have (what the server said last, and how it ended, belong in the message about it), or soon after one."""
+
+    stdout: anyio.Event = field(default_factory=anyio.Event)
+    stderr: anyio.Event = field(default_factory=anyio.Event)
+    process: anyio.Event = field(default_factory=anyio.Event)
+    reading: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+
+async def _read_stdout(
+    label: str, stdout: PipeReader, writer: MemoryObjectSendStream[SessionMessage | Exception], ends: _Ends
+) -> None:
+    try:
+        await _read_lines(label, stdout, writer)
+    finally:
+        ends.stdout.set()
+
+
+async def _read_stderr(label: str, child: Child, stderr: PipeReader, ends: _Ends, redact: Callable[[str], str]) -> None:
     def said(line: str) -> None:
         if line.strip():
             shown = printable(redact(line)[:SHOWN])  # cut before shortened: no piece of a secret is left
             child.stderr.append(shown)
             log.debug("%s: %s", label, shown)
 
-    async def stderr() -> None:
-        assert process.stderr is not None
+    try:
         partial = ""  # a line split between two reads, whole before it is redacted
-        async for chunk in TextReceiveStream(process.stderr, errors="replace"):
+        async for chunk in TextReceiveStream(stderr, errors="replace"):
             *lines, partial = (partial + chunk).split("\n")
             if len(partial) > MAX_STDERR_LINE:
                 lines.append(partial)
@@ -113,62 +171,57 @@ async def spawn(
                 for piece in line.splitlines():
                     said(piece)
         said(partial)
-
-    async def waiter() -> None:
-        code = await process.wait()
-        log.info("%s: pid %d exited with %s", label, process.pid, code)
-
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(_read_stdout, label, child, read_writer)
-            group.start_soon(stdin)
-            group.start_soon(stderr)
-            group.start_soon(waiter)
-            try:
-                yield child
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await _stop(label, process, child.exited)
-                group.cancel_scope.cancel()
     finally:
-        children.release(process.pid)
+        ends.stderr.set()
 
 
-async def _read_stdout(label: str, child: Child, writer: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
-    try:
-        await _read_lines(label, child.process, writer)
-    finally:
-        child.exited.set()
+async def _wait_exit(label: str, process: subprocess.Popen[bytes], ends: _Ends) -> None:
+    code = await wait(process)
+    ends.process.set()
+    log.info("%s: pid %d exited with %s", label, process.pid, code)
+    # What it wrote is in the pipes already; a process it started may hold them open for ever.
+    with anyio.move_on_after(DRAIN):
+        await ends.stdout.wait()
+        await ends.stderr.wait()
+    ends.reading.cancel()
+
+
+async def _tell_end(child: Child, writer: MemoryObjectSendStream[SessionMessage | Exception], ends: _Ends) -> None:
+    """Once stdout ended: set `exited`, then end the session's stream (which fails the calls under way)."""
+    await ends.stdout.wait()
+    with anyio.move_on_after(DRAIN):
+        await ends.stderr.wait()
+        await ends.process.wait()
+    child.exited.set()
+    writer.close()
 
 
 async def _read_lines(
-    label: str, process: anyio.abc.Process, writer: MemoryObjectSendStream[SessionMessage | Exception]
+    label: str, stdout: PipeReader, writer: MemoryObjectSendStream[SessionMessage | Exception]
 ) -> None:
-    assert process.stdout is not None
     buffer = ""
-    async with writer:
-        async for chunk in TextReceiveStream(process.stdout, errors="replace"):
-            lines = (buffer + chunk).split("\n")
-            buffer = lines.pop()
-            if len(buffer) > MAX_LINE:
-                log.warning("%s: a line on stdout grew past %d bytes; dropped", label, MAX_LINE)
-                buffer = ""
-            for line in lines:
-                if not line.strip():
+    async for chunk in TextReceiveStream(stdout, errors="replace"):
+        lines = (buffer + chunk).split("\n")
+        buffer = lines.pop()
+        if len(buffer) > MAX_LINE:
+            log.warning("%s: a line on stdout grew past %d bytes; dropped", label, MAX_LINE)
+            buffer = ""
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except (ValidationError, ValueError):
+                salvaged = _salvaged(line)
+                if salvaged is None:
+                    log.warning("%s: not a JSON-RPC message on stdout, skipped: %s", label, printable(line[:200]))
                     continue
-                try:
-                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                except (ValidationError, ValueError):
-                    salvaged = _salvaged(line)
-                    if salvaged is None:
-                        log.warning("%s: not a JSON-RPC message on stdout, skipped: %s", label, printable(line[:200]))
-                        continue
-                    log.warning("%s: an answer on stdout could not be read as it came: %s", label, _gist(salvaged))
-                    message = salvaged
-                try:
-                    await writer.send(SessionMessage(message))
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    return
+                log.warning("%s: an answer on stdout could not be read as it came: %s", label, _gist(salvaged))
+                message = salvaged
+            try:
+                await writer.send(SessionMessage(message))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
 
 
 def _salvaged(line: str) -> types.JSONRPCMessage | None:
@@ -210,13 +263,14 @@ def _gist(message: types.JSONRPCMessage) -> str:
     return f"objects nested deeper than {MAX_NESTING} levels were cut"
 
 
-async def _stop(label: str, process: anyio.abc.Process, exited: anyio.Event) -> None:
-    """Close stdin; then SIGTERM the group, then SIGKILL it, each only while a member is left."""
-    if process.stdin is not None:
-        await process.stdin.aclose()
-    with anyio.move_on_after(STOP_GRACE):
-        await exited.wait()
-        await _gone(process)
+async def _stop(label: str, process: subprocess.Popen[bytes], stdin: PipeWriter, exited: anyio.Event) -> None:
+    """Close stdin; then SIGTERM the group, then SIGKILL it, each only while a member is left.
+    (What a server that exited left in its group is not waiting for its stdin: it gets SIGTERM at once.)"""
+    await stdin.aclose()
+    if process.returncode is None:
+        with anyio.move_on_after(STOP_GRACE):
+            await exited.wait()
+            await _gone(process)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if not _group_left(process):
             return
@@ -227,11 +281,11 @@ async def _stop(label: str, process: anyio.abc.Process, exited: anyio.Event) -> 
         log.warning("%s: process group %d is still alive after SIGKILL", label, process.pid)
 
 
-def _group_left(process: anyio.abc.Process) -> bool:
+def _group_left(process: subprocess.Popen[bytes]) -> bool:
     """Whether the server or a process it started is alive (an exited server not yet reaped counts)."""
     return process.returncode is None or children.alive(process.pid)
 
 
-async def _gone(process: anyio.abc.Process) -> None:
+async def _gone(process: subprocess.Popen[bytes]) -> None:
     while _group_left(process):
         await anyio.sleep(0.02)
