@@ -332,7 +332,7 @@ ARG_SECRETS = (BEARER, INLINE, PASSWORD, DSN_PASSWORD, QUERY_KEY, PATH_TOKEN, SL
 
 
 def hostile_args(plan_file: Path) -> list[str]:
-    execution = hostile(plan_file, {"calls": {"echo": [{"argv": True}]}})
+    execution = hostile(plan_file, {"calls": {"echo": [{"argv": True}]}, "argvFile": str(plan_file) + ".argv"})
     return [*execution["args"], "--header", f"Authorization: Bearer {BEARER}", f"--token={INLINE}",
             "-p", PASSWORD, f"postgresql://app:{DSN_PASSWORD}@db.internal/app", f"--endpoint=https://x.example/v1?api_key={QUERY_KEY}",
             f"SLACK_TOKEN={SLACK}", "--id", AWS, "--root", "/srv/notes"]  # fmt: skip
@@ -384,7 +384,8 @@ async def test_secrets_on_the_command_line_or_in_a_url_reach_only_the_server(
     (home / ".aai" / "config.json").write_text(json.dumps({"consent": {"default": "allow"}}))
     async with stdio_session(gateway_env, tmp_path / "gateway.stderr") as session:
         result = await session.call_tool("aai_exec", {"app": "mcp.argv", "tool": "echo", "args": {}})
-        assert json.loads(text_of(result)) == args[2:]
+    assert json.loads((tmp_path / "plan.json.argv").read_text()) == args[2:]  # the server got every value
+    assert not leaked(text_of(result))  # and what it says of them reaches the agent masked
     logs = (home / ".aai" / "logs" / "gateway.log").read_text() + (tmp_path / "gateway.stderr").read_text()
     assert "mcp.argv" in logs
     assert not leaked(logs)

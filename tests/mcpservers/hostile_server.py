@@ -25,6 +25,7 @@ PLAN.json holds:
 - "ignoreEof": true: keep running after stdin closes (as a careless server does), until killed.
 - "ignoreTerm": true: ignore SIGTERM.
 - "startFile": a path written with the server's pid when it starts (proof that it was started).
+- "argvFile": a path written with the server's own arguments after PLAN.json, as a JSON list, when it starts.
 """
 
 from __future__ import annotations
@@ -132,6 +133,8 @@ def main() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if "startFile" in PLAN:
         Path(PLAN["startFile"]).write_text(str(os.getpid()))
+    if "argvFile" in PLAN:
+        Path(PLAN["argvFile"]).write_text(json.dumps(sys.argv[2:]))
     for line in sys.stdin:
         try:
             message = json.loads(line)
