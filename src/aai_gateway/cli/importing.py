@@ -14,6 +14,7 @@ from aai_gateway.cli.common import fail, settings_of
 if TYPE_CHECKING:
     from aai_gateway.authoring.mcp_clients import Problem
     from aai_gateway.authoring.mcp_import import Plan, Store
+    from aai_gateway.config import Settings
 
 _STATUS = {
     "new": ("new", "new"),
@@ -80,6 +81,7 @@ def import_servers(
     result = mcp_import.plan(found, settings.aai_home, env, mode, store, force=force, gateway_port=settings.http_port)
     if do_write:
         mcp_import.write(result, store)
+        _approve(result, settings)
     entries = {c: mcp_import.client_entry(c) for c in result.clients()}
     if as_json:
         click.echo(json.dumps(_as_json(result, do_write, entries), indent=2, ensure_ascii=False))
@@ -87,6 +89,20 @@ def import_servers(
         _print(result, do_write, entries, why)
     if result.problems or any(p.status in ("differs", "failed") for p in result.servers):
         ctx.exit(1)
+
+
+def _approve(result: Plan, settings: Settings) -> None:
+    """The command lines written were shown in the dry run and are the user's own: approve them, so that one
+    replacing a store's descriptor of the same id starts without a question (see consent/launches.py)."""
+    from aai_gateway.consent import ConsentGate
+    from aai_gateway.consent.launches import launch_line
+
+    store = ConsentGate(settings).store
+    for planned in result.servers:
+        if planned.status in ("written", "overwritten", "unchanged"):
+            options = {k: v for k, v in planned.descriptor["execution"].items() if k != "type"}
+            line = launch_line(planned.app_id, options)
+            store.approve_server(planned.app_id, line.fingerprint, line.command_line(), source="import")
 
 
 def _secret_store(option: str | None) -> tuple[str, Store | None, str]:

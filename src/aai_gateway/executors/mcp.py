@@ -13,7 +13,7 @@ from collections.abc import Callable, Set
 
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Binding, Descriptor, Tool
-from aai_gateway.executors.base import Forwarded, ToolCall
+from aai_gateway.executors.base import Approve, Forwarded, ToolCall
 from aai_gateway.executors.mcp_launch import launch_of
 from aai_gateway.executors.mcp_tools import SERVER_NAME, gateway_tools
 from aai_gateway.mcp_client import Server, ServerStatus
@@ -28,8 +28,13 @@ class McpExecutor:
         self._lock = asyncio.Lock()
         self.tools_changed: Callable[[str], None] | None = None
         """Told the app id whenever a server says its tool list changed."""
+        self.approve: Approve | None = None
+        """Awaited before every use of a server, so that none starts (for a guide, a call or anything else)
+        without the user's yes to its command line; a revoked approval stops the next use."""
 
     async def _server(self, app: Descriptor, binding: Binding) -> Server:
+        if self.approve is not None:
+            await self.approve(app, binding)  # outside the lock: it may wait for the user's answer
         fingerprint = json.dumps([binding.options, binding.auth], sort_keys=True, default=str)
         async with self._lock:
             known = self._servers.get(app.app_id)

@@ -180,7 +180,8 @@ class Pages:
         except (installing.EditedFile, OSError) as exc:
             return await self.apps(request, f"{app_id} was not installed: {exc}", status=409)
         await self.rescan_apps()
-        lines = consent_report(self.gateway.consent, done.app, self.gateway.platform)
+        origin = installing.approval_source(settings.aai_home, done.app.app_id)
+        lines = consent_report(self.gateway.consent, done.app, self.gateway.platform, origin=origin)
         said = "is already installed" if done.outcome == "unchanged" else f"was {done.outcome}"
         return await self.apps(request, f"{done.app.name} ({done.app.app_id}) {said}: {done.path}", tuple(lines))
 
