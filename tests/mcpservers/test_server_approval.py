@@ -7,6 +7,7 @@ real SDK client over stdio (with and without elicitation), `consent allow-server
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,16 +17,19 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
+from html import unescape
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from aai_gateway.web import UI_PATH
 from tests.e2e.mcp_client import Consenter, error_of, stdio_session, text_of
 from tests.mcpservers.servers import descriptor, hostile
 from tests.mcpservers.test_mcp_apps import exec_
 from tests.support import gateway_command
+from tests.web.ui_support import make_ui
 
 pytestmark = pytest.mark.anyio
 
@@ -242,3 +246,31 @@ async def test_an_imported_server_runs_without_a_question_even_over_a_stores(set
     async with setup.session() as session:
         assert "echo" in text_of(await session.call_tool(GUIDE, {}))
     assert setup.started.exists()
+
+
+@pytest.mark.hostile("store")
+def test_the_ui_shows_the_waiting_server_and_approves_what_it_showed(setup: Setup) -> None:
+    setup.install()
+    with contextlib.contextmanager(make_ui)(setup.home) as ui:
+        ui.login()
+        page = unescape(ui.client.get(f"{UI_PATH}/apps/{APP}").text)
+        assert APPROVE in page, "the app page does not say how to approve the server"
+        assert not setup.started.exists(), "visiting the app's page started the server"
+        consent = unescape(ui.client.get(f"{UI_PATH}/consent").text)
+        assert "hostile_server.py" in consent
+        assert "LD_LIBRARY_PATH=/nonexistent" in consent
+        assert "s3cr3t" not in consent
+        form = ui.client.get(f"{UI_PATH}/consent").text
+        fingerprint = form.split('name="fingerprint" value="', 1)[1].split('"', 1)[0]
+        csrf = form.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        stale = ui.client.post(f"{UI_PATH}/consent/server", data={"csrf": csrf, "app": APP, "fingerprint": "0" * 64})
+        assert stale.status_code == 409
+        approved = ui.client.post(
+            f"{UI_PATH}/consent/server", data={"csrf": csrf, "app": APP, "fingerprint": fingerprint}
+        )
+        assert approved.status_code == 200, approved.text
+        page = unescape(ui.client.get(f"{UI_PATH}/apps/{APP}").text)
+        assert "<code>echo</code>" in page
+        assert setup.started.exists()
+        assert ui.client.portal is not None
+        ui.client.portal.call(ui.gateway.aclose)
