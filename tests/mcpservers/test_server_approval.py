@@ -272,5 +272,10 @@ def test_the_ui_shows_the_waiting_server_and_approves_what_it_showed(setup: Setu
         page = unescape(ui.client.get(f"{UI_PATH}/apps/{APP}").text)
         assert "<code>echo</code>" in page
         assert setup.started.exists()
+        (approval,) = ui.gateway.consent.store.servers()
+        assert f'name="grant" value="{approval.id}"' in ui.client.get(f"{UI_PATH}/consent").text
+        revoked = ui.client.post(f"{UI_PATH}/consent/revoke", data={"csrf": csrf, "grant": approval.id})
+        assert "Revoked the approval" in revoked.text
+        assert ui.gateway.consent.store.servers() == ()
         assert ui.client.portal is not None
         ui.client.portal.call(ui.gateway.aclose)

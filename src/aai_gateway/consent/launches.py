@@ -181,10 +181,11 @@ class LaunchGate:
 
 
 def question(caller: str, app: Descriptor, line: LaunchLine, source: str) -> Question:
+    runs = "Starting it runs this program on your machine" if line.program else "It reaches"
     text = "\n".join(
         [
             f'"{safe(caller)}" wants to use {safe(app.name)} ({safe(app.app_id)}), an MCP server from '
-            f"{safe(source, 200)}. Starting it runs this program on your machine:",
+            f"{safe(source, 200)}. {runs}:",
             *(f"  {part}" for part in line.lines()),
             "Approve it only if you trust this command line; a change to it is asked about again.",
         ]
