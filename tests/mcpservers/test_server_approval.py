@@ -26,9 +26,9 @@ import pytest
 
 from aai_gateway.web import UI_PATH
 from tests.e2e.mcp_client import Consenter, error_of, stdio_session, text_of
-from tests.mcpservers.servers import descriptor, hostile
+from tests.mcpservers.servers import alive, descriptor, hostile
 from tests.mcpservers.test_mcp_apps import exec_
-from tests.support import gateway_command
+from tests.support import gateway_command, until
 from tests.web.ui_support import make_ui
 
 pytestmark = pytest.mark.anyio
@@ -199,10 +199,17 @@ async def test_the_cli_shows_the_command_line_approves_it_and_revokes_it(setup: 
     assert APP in listed.stdout.split("Approved MCP server command lines", 1)[1], listed.stdout
     async with setup.session() as session:
         assert "echo" in text_of(await session.call_tool(GUIDE, {}))
-    assert setup.started.exists()
+        pid = int(setup.started.read_text())
+        assert setup.cli("consent", "allow", APP).returncode == 0  # the tools: only the server is in question
+        assert json.loads(text_of(await exec_(session, APP, "echo", {"x": 1}))) == {"x": 1}
+        revoked = setup.cli("consent", "revoke", APP, "--server")
+        assert revoked.returncode == 0, revoked.stderr
+        error = await error_of(session, "aai_exec", {"app": APP, "tool": "echo", "args": {}})
+        assert error.data is not None
+        assert error.data["type"] == "CONSENT_REQUIRED", error
+        assert APPROVE in error.data["detail"], error
+        await until(lambda: not alive(pid), 10, "the server whose approval was revoked to stop")
     setup.started.unlink()
-    revoked = setup.cli("consent", "revoke", APP, "--server")
-    assert revoked.returncode == 0, revoked.stderr
     await refused(setup, "CONSENT_REQUIRED")
 
 

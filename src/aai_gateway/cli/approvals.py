@@ -24,7 +24,7 @@ def allow_server(ctx: click.Context, app: str, yes: bool) -> None:
     if found is None or found.mcp is None:
         what = "is not installed" if found is None else "is not an MCP server (it starts no program of its own)"
         fail(f"{app} {what}; `aai-gateway --scan` lists the apps", 1)
-    line = launch_line(app, found.mcp.options)
+    line = launch_line(app, found.mcp.options, found.mcp.auth)
     source = approval_source(settings.aai_home, app)
     origin = f"installed from {source}" if source else "a descriptor of your own (it needs no approval)"
     click.echo(f"{found.name} ({app}), {origin}, starts:")

@@ -101,7 +101,7 @@ def _approve(result: Plan, settings: Settings) -> None:
     for planned in result.servers:
         if planned.status in ("written", "overwritten", "unchanged"):
             options = {k: v for k, v in planned.descriptor["execution"].items() if k != "type"}
-            line = launch_line(planned.app_id, options)
+            line = launch_line(planned.app_id, options, planned.descriptor.get("auth"))
             store.approve_server(planned.app_id, line.fingerprint, line.command_line(), source="import")
 
 

@@ -92,16 +92,16 @@ class LaunchLine:
         return sum(len(line) for line in self.lines()) <= MAX_SHOWN
 
 
-def fingerprint(options: Mapping[str, Any]) -> str:
-    """The SHA-256 of an mcp binding's launch as written (its execution block without `type`)."""
-    launch: dict[str, Any] = {key: options.get(key) for key in LAUNCH_KEYS if key != "headers"}
-    headers = options.get("headers")
-    launch["headers"] = sorted(str(name) for name in headers) if isinstance(headers, Mapping) else None
+def fingerprint(options: Mapping[str, Any], auth: Mapping[str, Any] | None = None) -> str:
+    """The SHA-256 of an mcp binding's launch as written (its execution block without `type`) and its `auth`:
+    a header or auth that names another secret sends that one, so it is part of what is approved."""
+    launch: dict[str, Any] = {key: options.get(key) for key in LAUNCH_KEYS}
+    launch["auth"] = auth
     text = json.dumps(launch, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def launch_line(app_id: str, options: Mapping[str, Any]) -> LaunchLine:
+def launch_line(app_id: str, options: Mapping[str, Any], auth: Mapping[str, Any] | None = None) -> LaunchLine:
     command, url = options.get("command"), options.get("url")
     env, headers = _mapping(options.get("env")), _mapping(options.get("headers"))
     cwd = options.get("cwd")
@@ -113,7 +113,7 @@ def launch_line(app_id: str, options: Mapping[str, Any]) -> LaunchLine:
         env=tuple((str(name), _env_value(str(name), value)) for name, value in env.items()),
         url=str(url) if url is not None and command is None else None,
         headers=tuple(str(name) for name in headers),
-        fingerprint=fingerprint(options),
+        fingerprint=fingerprint(options, auth),
     )
 
 
@@ -134,10 +134,12 @@ class LaunchGate:
         self.origin = origin
         self.ui_url = ui_url
 
-    def waiting(self, app_id: str, options: Mapping[str, Any]) -> tuple[LaunchLine, str] | None:
-        """The launch of an mcp binding's `options` and where its app came from, when it must be approved
-        and is not; else None."""
-        line = launch_line(app_id, options)
+    def waiting(
+        self, app_id: str, options: Mapping[str, Any], auth: Mapping[str, Any] | None = None
+    ) -> tuple[LaunchLine, str] | None:
+        """The launch of an mcp binding's `options` (and `auth`) and where its app came from, when it must be
+        approved and is not; else None."""
+        line = launch_line(app_id, options, auth)
         if self.store.server_approved(app_id, line.fingerprint):
             return None
         source = self.origin(app_id)
@@ -147,7 +149,7 @@ class LaunchGate:
         """Return when the server of `app`'s `binding` may start (or be used); ask the user of the request
         under way (`asked_by`) when it can, else raise ConsentRequired."""
         caller, ask = ASKER.get()
-        found = self.waiting(app.app_id, binding.options)
+        found = self.waiting(app.app_id, binding.options, binding.auth)
         if found is None:
             return
         line, source = found

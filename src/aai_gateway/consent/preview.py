@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from aai_gateway.consent.gate import ConsentGate
 from aai_gateway.consent.launches import approve_command, launch_line
 from aai_gateway.consent.policy import Mode
-from aai_gateway.descriptor import Descriptor, Tool
+from aai_gateway.descriptor import Binding, Descriptor, Tool
 
 ANY_CALLER = "*"
 """Stands for a client with no decision or rule of its own; rules naming a caller do not apply to it."""
@@ -51,7 +49,7 @@ def report(gate: ConsentGate, app: Descriptor, platform: str, *, origin: str | N
 
     `origin`: where `app` was installed from, when that calls for the user's yes to the program it runs."""
     if app.mcp is not None:
-        return server_report(gate, app, app.mcp.options, origin)
+        return server_report(gate, app, app.mcp, origin)
     previews = preview(gate, app, platform)
     if not previews:
         served = ", ".join(app.bindings)
@@ -74,9 +72,9 @@ def report(gate: ConsentGate, app: Descriptor, platform: str, *, origin: str | N
     return lines
 
 
-def server_report(gate: ConsentGate, app: Descriptor, options: Mapping[str, Any], origin: str | None) -> list[str]:
+def server_report(gate: ConsentGate, app: Descriptor, binding: Binding, origin: str | None) -> list[str]:
     """What an MCP server's app runs on this machine, and when agents can use it."""
-    line = launch_line(app.app_id, options)
+    line = launch_line(app.app_id, binding.options, binding.auth)
     runs = "runs this program on this machine" if line.program else "reaches this server"
     lines = [f"{app.name} is an MCP server; the gateway {runs}:", *(f"  {part}" for part in line.lines())]
     tools = "its tools are the server's own, listed once it starts"

@@ -360,7 +360,7 @@ class Pages:
         """The MCP servers that start only once the user approves their command line, with where they came from."""
         found = []
         for app in self.gateway.apps():
-            waiting = self.gateway.launches.waiting(app.app_id, app.mcp.options) if app.mcp else None
+            waiting = self.gateway.launches.waiting(app.app_id, app.mcp.options, app.mcp.auth) if app.mcp else None
             if waiting is not None:
                 found.append((app, *waiting))
         return found
