@@ -121,6 +121,7 @@ def _secret_store(option: str | None) -> tuple[str, Store | None, str]:
 
 def _print(result: Plan, written: bool, entries: dict[str, str], why: str) -> None:
     from aai_gateway.authoring.mcp_clients import CLIENTS
+    from aai_gateway.consent.launches import launch_line
 
     if result.files:
         click.echo(f"Read {len(result.files)} file(s):")
@@ -139,6 +140,9 @@ def _print(result: Plan, written: bool, entries: dict[str, str], why: str) -> No
             click.echo(f"      streamable HTTP: {execution['url']}")
         else:
             click.echo(f"      stdio: {' '.join([execution['command'], *execution['args']])}")
+            added = launch_line(planned.app_id, execution).environment()
+            if added:
+                click.echo(f"      environment: {added}")
         froms = ", ".join(f"{CLIENTS[s.client]} ({s.name})" for s in planned.sources)
         click.echo(f"      from: {froms}")
         for moved in planned.moved:
@@ -179,6 +183,7 @@ def _print(result: Plan, written: bool, entries: dict[str, str], why: str) -> No
         click.echo("\n".join(f"    {line}" for line in entries[client].splitlines()))
     if not written and result.servers:
         click.echo("\nNothing was written: run again with --write.")
+        click.echo("The command lines it writes count as approved: they start on first use, unasked about the program.")
 
 
 def _as_json(result: Plan, written: bool, entries: dict[str, str]) -> dict[str, Any]:

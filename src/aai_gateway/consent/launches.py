@@ -83,9 +83,12 @@ class LaunchLine:
         shown.append(f"arguments: {' '.join(_quoted(a) for a in self.args)}" if self.args else "arguments: none")
         if self.cwd:
             shown.append(f"folder: {_quoted(self.cwd)}")
-        env = ", ".join(f"{_escaped(name)}={_escaped(value)}" for name, value in self.env)
-        shown.append(f"environment: {env}" if env else "environment: nothing added")
+        shown.append(f"environment: {self.environment() or 'nothing added'}")
         return shown
+
+    def environment(self) -> str:
+        """The variables added, `NAME=value` (secret-looking values masked, references as written)."""
+        return ", ".join(f"{_escaped(name)}={_escaped(value)}" for name, value in self.env)
 
     def fits(self) -> bool:
         """Whether the whole launch fits in a question (a longer one must not be shown cut)."""
