@@ -160,7 +160,7 @@ class LaunchGate:
         if ask is not None and line.fits():
             answer = await ask(question(caller, app, line, source))
         if answer is None:
-            raise ConsentRequired(self._how_to_approve(app, line, source, asked=ask is not None))
+            raise ConsentRequired(self._how_to_approve(app, line, caller, source, asked=ask is not None))
         if not answer.allows:
             raise PermissionDenied(
                 f"the user refused starting the MCP server of {app.app_id} ({safe(line.command_line(), 200)}); "
@@ -168,7 +168,7 @@ class LaunchGate:
             )
         self.store.approve_server(app.app_id, line.fingerprint, line.command_line(), source="asked")
 
-    def _how_to_approve(self, app: Descriptor, line: LaunchLine, source: str, *, asked: bool) -> str:
+    def _how_to_approve(self, app: Descriptor, line: LaunchLine, caller: str, source: str, *, asked: bool) -> str:
         if asked and not line.fits():
             why = "its command line is too long to show in a question"
         elif asked:
@@ -178,10 +178,10 @@ class LaunchGate:
         ui = self.ui_url()
         where = f", or approve it on {ui}" if ui else ""
         program = safe(line.program or line.url or "", 120)
+        who = "Review and approve it" if caller == "cli" else "Ask the user to review and approve it"
         return (
-            f"{app.app_id} is an MCP server from {safe(source, 200)}; it starts {program}, and the user has not "
-            f"approved that command line yet, and {why}. Ask the user to review and approve it with "
-            f"`{approve_command(app.app_id)}`{where}, then call again."
+            f"{app.app_id} is an MCP server from {safe(source, 200)} that starts {program}; its command line is "
+            f"not approved yet, and {why}. {who} with `{approve_command(app.app_id)}`{where}, then call again."
         )
 
 
