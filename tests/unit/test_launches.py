@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from aai_gateway.consent import ConsentStore
 from aai_gateway.consent.launches import fingerprint, launch_line
 
 BASE: dict[str, Any] = {
@@ -65,3 +67,20 @@ def test_secrets_are_masked_and_control_characters_shown() -> None:
     assert "\\u000a" in shown
     assert "\\u202e" in shown
     assert "\n" not in line.command_line()
+
+
+def test_one_approval_per_app_kept_in_the_file_beside_the_decisions(tmp_path: Path) -> None:
+    path = tmp_path / "consent.json"
+    store = ConsentStore(path)
+    store.allow("mcp.x", "Claude")
+    first = store.approve_server("mcp.x", "a" * 64, "sh -c serve")
+    assert store.server_approved("mcp.x", "a" * 64)
+    store.approve_server("mcp.x", "b" * 64, "sh -c serve --more")  # an update approved replaces the old line
+    other = ConsentStore(path)  # another process reads the same file
+    assert not other.server_approved("mcp.x", "a" * 64)
+    assert other.server_approved("mcp.x", "b" * 64)
+    assert len(other.decisions()) == 1
+    assert other.revoke_server_id(first.id) == []
+    assert [a.command for a in other.revoke_server("mcp.x")] == ["sh -c serve --more"]
+    assert not store.server_approved("mcp.x", "b" * 64)
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
