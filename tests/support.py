@@ -14,10 +14,12 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import wave
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -284,3 +286,18 @@ def silent_wav(path: Path, seconds: int = 30) -> Path:
         out.setframerate(8000)
         out.writeframes(b"\x80" * 8000 * seconds)
     return path
+
+
+@contextmanager
+def served(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """`handler` answering on a free local port, in threads; yields the server's base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

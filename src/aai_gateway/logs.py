@@ -1,4 +1,9 @@
-"""Logging: a rotating file under the AAI home plus stderr. Never stdout, which may carry the protocol."""
+"""Logging: a rotating file under the AAI home plus stderr. Never stdout, which may carry the protocol.
+
+Every line is cut of the secrets the gateway resolved for others (`secret_forms.remember`): a server
+given a key may print it on stderr, or answer with it, and a line quoting that must not keep it. The
+libraries' own warnings (the MCP SDK's, which quote what a server answered) go the same way.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ import time
 from io import TextIOWrapper
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
+
+from aai_gateway.secret_forms import cut, remembered
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LOG_FILE = "gateway.log"
@@ -42,6 +49,7 @@ def configure(level: str, log_dir: Path | None, *, stderr_level: str | None = No
     stderr.setLevel(levels[1])
     stderr.setFormatter(formatter)
     root.addHandler(stderr)
+    _libraries(root.handlers)
     if log_dir is None:
         return None
     try:
@@ -53,11 +61,27 @@ def configure(level: str, log_dir: Path | None, *, stderr_level: str | None = No
     file_handler.setLevel(levels[0])
     file_handler.setFormatter(formatter)
     root.addHandler(file_handler)
+    _libraries(root.handlers)
     return log_dir / LOG_FILE
 
 
+_LIBRARIES: list[logging.Handler] = []
+"""The handlers given to the root logger, for the warnings of libraries (which Python's last resort would
+print on stderr as they are)."""
+
+
+def _libraries(handlers: list[logging.Handler]) -> None:
+    python = logging.getLogger()
+    for handler in _LIBRARIES:
+        python.removeHandler(handler)
+    _LIBRARIES[:] = handlers
+    for handler in _LIBRARIES:
+        python.addHandler(handler)
+
+
 class OnceFormatter(logging.Formatter):
-    """Formats each record once, however many handlers (and rollover checks) ask for its text.
+    """Formats each record once, however many handlers (and rollover checks) ask for its text, with the
+    secrets `remember`ed cut out of it.
 
     A call's log line goes to stderr and to the file, and the file handler formats it a second time
     to decide whether to roll over: three formats, with a timestamp each, on every call otherwise.
@@ -66,7 +90,7 @@ class OnceFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         cached = record.__dict__.get("_aai_text")
         if cached is None or cached[0] is not self:
-            cached = (self, super().format(record))
+            cached = (self, cut(super().format(record), remembered()))
             record.__dict__["_aai_text"] = cached
         text: str = cached[1]
         return text

@@ -44,6 +44,9 @@ def pointer(parts: Iterable[str | int]) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
+END = r"(?!\n)"
+"""What the shipped schemas' patterns end with after `$`: jsonschema matches with `re.search`, where `$`
+also matches before a final newline; not shown in messages."""
 _JSON_TYPES = {
     dict: "an object",
     list: "an array",
@@ -100,7 +103,7 @@ def describe(error: ValidationError | SchemaError) -> str:
     elif v == "pattern":
         text = f"{short(inst)} is not in the expected form"
         if not hint:
-            text += f" (pattern {expected})"
+            text += f" (pattern {str(expected).removesuffix(END)})"
     elif v == "additionalProperties":
         extra = sorted(set(inst) - set(schema.get("properties", {}))) if isinstance(inst, dict) else []
         text = "unknown field " + ", ".join(f"'{k}'" for k in extra)

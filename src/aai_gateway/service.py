@@ -17,16 +17,13 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from typing import Any
 
-import referencing.exceptions
-from jsonschema import Draft7Validator
-
 from aai_gateway import executors
 from aai_gateway.config import Settings
 from aai_gateway.consent import Answer, Ask, ConsentGate, Question
 from aai_gateway.consent.launches import LaunchGate, asked_by
 from aai_gateway.descriptor import Binding, Descriptor, Tool
+from aai_gateway.descriptor.argument_check import ArgumentCheck
 from aai_gateway.descriptor.guide import guide
-from aai_gateway.descriptor.quick_check import Check, compile_check
 from aai_gateway.discovery import Registry, scan, wellknown
 from aai_gateway.discovery.webapps import WebApps
 from aai_gateway.errors import (
@@ -43,7 +40,6 @@ from aai_gateway.executors import Executor, ListsTools, ToolCall
 from aai_gateway.executors import Forwarded as Forwarded  # noqa: PLC0414 (re-exported: what the MCP layer passes on)
 from aai_gateway.history import HISTORY_FILE, HistoryStore, Recorder, Redactor, known_secrets
 from aai_gateway.library.install import approval_source
-from aai_gateway.problems import describe, pointer
 from aai_gateway.relay import Relay
 from aai_gateway.spelling import Spelling, spelling
 from aai_gateway.telemetry import start as start_telemetry
@@ -87,7 +83,7 @@ class Gateway:
         self.settings = settings
         self.registry = registry or Registry(scan(settings))
         self._executors: dict[str, Executor] = {}
-        self._validators: dict[int, tuple[Check | None, Draft7Validator]] = {}
+        self._validators: dict[int, ArgumentCheck] = {}
         self.web_apps = WebApps()
         if history is None:
             history = HistoryStore(settings.aai_home / HISTORY_FILE, settings.history_retention_days)
@@ -370,7 +366,7 @@ class Gateway:
         app, binding, tool = self._find_tool(await self.live(await self._resolve(app_id)), app_id, tool_name)
         if not isinstance(args, Mapping):
             raise InvalidParams(f"args must be an object of named arguments, got {type(args).__name__}")
-        self._check_args(tool, args)
+        await self._check_args(tool, args)
         site = self.web_apps.site_of(app)  # a discovered web app is known by its site, not the id it claims
         await self.consent.check(
             caller.name,
@@ -385,6 +381,8 @@ class Gateway:
             asked=asked,
         )
         executor = self._executor(binding)
+        if self.telemetry is not None:  # traced for this run only: the gateway keeps the executor as it is
+            executor = self.telemetry.executor(executor)
         app_settings = self.settings.apps.get(app.app_id)
         # the user's word for this app first, then the descriptor's for this tool, then the user's default
         timeout = (app_settings.timeout if app_settings else None) or tool.timeout or self.settings.default_timeout
@@ -466,24 +464,11 @@ class Gateway:
         counts = {status: sum(r["status"] == status for r in reports) for status in ("ok", "error", "skipped")}
         return {"results": reports, **counts, "durationMs": round(_ms(started), 3)}
 
-    def _check_args(self, tool: Tool, args: Mapping[str, Any]) -> None:
-        known = self._validators.get(id(tool))
-        if known is None:
-            schema = dict(tool.parameters)
-            known = self._validators[id(tool)] = (compile_check(schema), Draft7Validator(schema))
-        quick, validator = known
-        if quick is not None and type(args) is dict and quick(args):
-            return
-        try:
-            errors = sorted(validator.iter_errors(dict(args)), key=lambda e: list(map(str, e.absolute_path)))
-        except (RecursionError, referencing.exceptions.Unresolvable) as exc:
-            why = "refers back to itself" if isinstance(exc, RecursionError) else f"has a $ref leading nowhere ({exc})"
-            detail = f"the parameters schema of tool '{tool.name}' {why}; run aai-gateway validate"
-            raise AaiJsonInvalid(detail) from None
-        if errors:
-            parts = [f"{_field(e.absolute_path)}: {describe(e)}" for e in errors[:5]]
-            more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-            raise InvalidParams("; ".join(parts) + more)
+    async def _check_args(self, tool: Tool, args: Mapping[str, Any]) -> None:
+        check = self._validators.get(id(tool))
+        if check is None:
+            check = self._validators[id(tool)] = ArgumentCheck(tool.name, tool.parameters)
+        await check.run(args)
 
     def _executor(self, binding: Binding) -> Executor:
         """One executor per backend, shared by every automation type it serves (one DBus connection)."""
@@ -496,13 +481,10 @@ class Gateway:
                     f"this gateway has no executor for '{binding.automation}' automation"
                 )
                 raise AutomationNotSupported(f"{why} (platform {binding.platform})")
-            if isinstance(created, ListsTools):
-                created.approve = self.launches.require
-            if self.telemetry is not None:
-                created = self.telemetry.executor(created)
             executor = self._executors[backend] = created
             if isinstance(executor, ListsTools):
                 executor.tools_changed = self._tools_changed
+                executor.approve = self.launches.require
         return executor
 
     async def aclose(self) -> None:
@@ -594,11 +576,6 @@ def _check_text(app_id: str, tool_name: str, args: Any) -> None:
         raise InvalidParams(
             f"{field[1:]} holds half of a surrogate pair (a lone \\ud800-\\udfff escape), which is not text"
         )
-
-
-def _field(path: Any) -> str:
-    parts = list(path)
-    return "args" + (pointer(parts).replace("/", ".") if parts else "")
 
 
 def _after_answer(message: str, *args: Any) -> None:

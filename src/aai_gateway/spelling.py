@@ -20,7 +20,7 @@ SEED_EXEC = "aai:exec"
 SEED_BATCH = "aai:batch"
 SEED_DISCOVER = "web:discover"
 MAX = 64
-STRICT_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+STRICT_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _NOT_STRICT = re.compile(r"[^a-zA-Z0-9_-]")
 
 

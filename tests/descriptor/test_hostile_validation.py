@@ -29,6 +29,11 @@ def dbus_tool(doc: dict[str, Any]) -> dict[str, Any]:
     return tool
 
 
+def linux(doc: dict[str, Any]) -> dict[str, Any]:
+    section: dict[str, Any] = doc["platforms"]["linux"]
+    return section
+
+
 def mac_tool(doc: dict[str, Any]) -> dict[str, Any]:
     tool: dict[str, Any] = doc["platforms"]["macos"]["tools"][0]
     return tool
@@ -93,7 +98,23 @@ CASES: dict[str, tuple[dict[str, Any], Edit, str, str]] = {
     ),
     "applescript-nope": (MAIL, set_key(mac_tool, "script", 'return "${nope}"'), f"{M}/script", "not a parameter"),
     "applescript-identifier": (MAIL, set_key(mac_tool, "script", "return |${subject}|"), f"{M}/script", "|identifier|"),
+    "pattern-broken": (
+        ECHO,
+        lambda d: dbus_tool(d)["parameters"]["properties"]["text"].__setitem__("pattern", "(("),
+        f"{D}/parameters/properties/text/pattern",
+        "is not a valid regex",
+    ),
     "app-id-10000": (ECHO, lambda d: d.__setitem__("appId", "a." + "b" * 10_000), "/appId", "at most 255 characters"),
+    # Python's `$` matches before a final newline: an id ending in one once passed
+    "app-id-final-newline": (ECHO, lambda d: d.__setitem__("appId", "com.example.nl\n"), "/appId", "expected form"),
+    "tool-name-final-newline": (ECHO, set_key(dbus_tool, "name", "echo\n"), f"{D}/name", "expected form"),
+    "dbus-interface-final-newline": (
+        ECHO,
+        set_key(linux, "interface", "dev.aai.Echo\n"),
+        "/platforms/linux/interface",
+        "expected form",
+    ),
+    "version-final-newline": (ECHO, lambda d: d.__setitem__("schema_version", "1.0\n"), "/schema_version", "form"),
 }
 
 
@@ -135,6 +156,26 @@ def test_the_unedited_bases_stay_valid(tmp_path: Path) -> None:
             check=False,
         )
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.hostile("validation")
+def test_a_pattern_the_gateway_does_not_run_is_a_warning(tmp_path: Path) -> None:
+    doc = copy.deepcopy(ECHO)
+    dbus_tool(doc)["parameters"]["properties"]["text"]["pattern"] = "^(?!admin)[a-z]+$"
+    (tmp_path / "lookahead.json").write_text(json.dumps(doc))
+    done = subprocess.run(
+        [gateway_command(), "validate", "--json", str(tmp_path / "lookahead.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (problem,) = json.loads(done.stdout)[0]["problems"]
+    assert problem["severity"] == "warning"
+    assert problem["pointer"] == f"{D}/parameters/properties/text/pattern"
+    assert "uses lookaround" in problem["message"]
+    assert "does not check it" in problem["message"]
 
 
 @pytest.mark.hostile("validation")

@@ -96,7 +96,7 @@ def test_overrides_rename_exclude_describe_and_annotate_the_servers_tools() -> N
         {"name": "move_file", "description": "Move", "inputSchema": {"type": "object"}},
         {"name": "stat", "title": "File facts", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
     ]
-    tools = gateway_tools("mcp.filesystem", listed, CAMEL["tools"])
+    tools, _ = gateway_tools("mcp.filesystem", listed, CAMEL["tools"])
     assert [t.name for t in tools] == ["read_file", "save_file", "stat"]
     read, save, stat = tools
     assert read.description == "override"

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from tests.support import EXAMPLES, Bus, gateway_command, running, start_app
+from tests.support import EXAMPLES, TEST_APPS, Bus, gateway_command, running, start_app
 
 pytestmark = [pytest.mark.e2e]
 
@@ -54,6 +54,24 @@ ANSWERS: dict[str, Any] = {
     "invalid-name": json.dumps({"tools": [{"name": "count", "newName": "Count Notes!"}]}),
     "unknown-tool": json.dumps({"tools": [{"name": "format_disk", "description": "Formats."}]}),
     "oversized": json.dumps({"tools": [{"name": "count", "description": "x" * 600_000}]}),
+    "newline-name": json.dumps({"tools": [{"name": "add_note", "newName": "add_note_v2\n"}]}),
+    "deep": '{"tools": [{"name": "count", "description": ' + "[" * 50_000 + "]" * 50_000 + "}]}",
+    "delete-read-only": json.dumps({"tools": [{"name": "delete_task", "annotations": {"readOnlyHint": True}}]}),
+    "delete-harmless": json.dumps({"tools": [{"name": "delete_task", "annotations": {"destructiveHint": False}}]}),
+    "post-read-only": json.dumps({"tools": [{"name": "create_task", "annotations": {"readOnlyHint": True}}]}),
+    "cautious": json.dumps(
+        {
+            "tools": [
+                {"name": "get_task", "annotations": {"readOnlyHint": False}},
+                {"name": "put_echo_rest", "annotations": {"destructiveHint": True}},
+                {
+                    "name": "delete_task",
+                    "description": "Delete a task for good.",
+                    "annotations": {"openWorldHint": True},
+                },
+            ]
+        }
+    ),
 }
 SLOW = 3.0
 
@@ -202,13 +220,30 @@ REFUSED = [
 ]
 
 
+HOSTILE = [
+    ("newline-name", "tools/0/newName: 'add_note_v2\\n' does not match"),
+    ("deep", "the model's answer is nested too deeply to read"),
+]
+
+
 @pytest.mark.parametrize("case", REFUSED, ids=[m for m, _ in REFUSED])
 def test_a_bad_answer_leaves_the_generated_descriptor(
     notes_bus: Bus, model_server: str, plain: dict[str, Any], tmp_path: Path, case: tuple[str, str]
 ) -> None:
-    model, why = case
+    refused(notes_bus, config(model_server, case[0]), plain, tmp_path, case[1])
+
+
+@pytest.mark.hostile("validation")
+@pytest.mark.parametrize("case", HOSTILE, ids=[m for m, _ in HOSTILE])
+def test_a_hostile_answer_leaves_the_generated_descriptor(
+    notes_bus: Bus, model_server: str, plain: dict[str, Any], tmp_path: Path, case: tuple[str, str]
+) -> None:
+    refused(notes_bus, config(model_server, case[0]), plain, tmp_path, case[1])
+
+
+def refused(notes_bus: Bus, llm: dict[str, Any], plain: dict[str, Any], tmp_path: Path, why: str) -> None:
     out = tmp_path / "aai.json"
-    done = generate(notes_bus, tmp_path / "home", out, "--llm", llm=config(model_server, model))
+    done = generate(notes_bus, tmp_path / "home", out, "--llm", llm=llm)
     assert done.returncode == 0, done.stderr
     [warning] = [line for line in done.stderr.splitlines() if line.startswith("warning: ")]
     assert warning.startswith("warning: the LLM pass is not used: ")
@@ -242,3 +277,58 @@ def test_llm_needs_its_config_and_its_address_rules(notes_bus: Bus, tmp_path: Pa
     alone = subprocess.run([gateway_command(), "--llm"], capture_output=True, text=True, check=False)
     assert alone.returncode == 2
     assert "--llm goes with --generate" in alone.stderr
+
+
+OPENAPI = TEST_APPS / "rest_server.openapi.json"
+WEAKER = [
+    ("delete-read-only", "marks delete_task readOnlyHint true, which its DELETE method rules out"),
+    ("delete-harmless", "marks delete_task destructiveHint false, which its DELETE method rules out"),
+    ("post-read-only", "marks create_task readOnlyHint true, which its POST method rules out"),
+]
+
+
+def generate_openapi(home: Path, out: Path, *args: str, llm: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """`--generate` of the test REST server's OpenAPI document; its tools, after printing any warning."""
+    (home / ".aai").mkdir(parents=True, exist_ok=True)
+    if llm is not None:
+        (home / ".aai" / "config.json").write_text(json.dumps({"llm": llm}))
+    done = subprocess.run(
+        [gateway_command(), "--generate", str(OPENAPI), "--out", str(out), *args],
+        env={"HOME": str(home), "AAI_PLATFORM": "linux", "NOTES_LLM_KEY": KEY},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    sys.stderr.write(done.stderr)
+    found: list[dict[str, Any]] = json.loads(out.read_text())["platforms"]["web"]["tools"]
+    return found
+
+
+@pytest.mark.hostile("validation")
+@pytest.mark.parametrize("case", WEAKER, ids=[m for m, _ in WEAKER])
+def test_the_model_may_not_weaken_an_annotation(
+    model_server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], case: tuple[str, str]
+) -> None:
+    model, why = case
+    plain = generate_openapi(tmp_path / "plain", tmp_path / "plain.json")
+    capsys.readouterr()
+    tools = generate_openapi(tmp_path / "home", tmp_path / "aai.json", "--llm", llm=config(model_server, model))
+    [warning] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
+    assert why in warning
+    assert warning.endswith("; the descriptor is as generated")
+    assert tools == plain
+
+
+def test_the_model_may_make_an_annotation_more_cautious(model_server: str, tmp_path: Path) -> None:
+    plain = {t["name"]: t for t in generate_openapi(tmp_path / "plain", tmp_path / "plain.json")}
+    tools = generate_openapi(tmp_path / "home", tmp_path / "aai.json", "--llm", llm=config(model_server, "cautious"))
+    got = {t["name"]: t for t in tools}
+    assert got["get_task"]["annotations"] == {"readOnlyHint": False}
+    assert got["put_echo_rest"]["annotations"] == {"idempotentHint": True, "destructiveHint": True}
+    assert got["delete_task"]["annotations"] == {"destructiveHint": True, "idempotentHint": True, "openWorldHint": True}
+    assert got["delete_task"]["description"] == "Delete a task for good."
+    assert {n: t for n, t in got.items() if n not in ("get_task", "put_echo_rest", "delete_task")} == {
+        n: t for n, t in plain.items() if n not in ("get_task", "put_echo_rest", "delete_task")
+    }

@@ -13,8 +13,9 @@ PLAN.json holds:
   {"reply": RESULT} answer with RESULT (a CallToolResult object) and stop;
   {"echo": true} answer with the arguments as JSON text;
   {"env": NAME} answer with the value of the environment variable NAME as text;
-  {"stderr": TEXT} write TEXT and a newline to stderr;
+  {"stderr": TEXT} write TEXT and a newline to stderr ({"stderr": TEXT, "end": ""}: TEXT alone, part of a line);
   {"notify": N} send N `notifications/tools/list_changed`;
+  {"ask": TEXT} ask the client (`elicitation/create`, message TEXT) and answer with its answer as JSON text;
   {"hang": true} never answer (sleep until killed);
   {"exit": CODE} exit at once with CODE;
   {"fork": SECONDS} start a child that closes its fds 0-2 and sleeps SECONDS (keeps the process group);
@@ -69,8 +70,10 @@ def call(request_id: Any, params: dict[str, Any]) -> None:
             return answer(request_id, text(json.dumps(params.get("arguments") or {})))
         if "env" in action:
             return answer(request_id, text(os.environ.get(action["env"], "")))
+        if "ask" in action:
+            return answer(request_id, text(json.dumps(ask(action["ask"]))))
         if "stderr" in action:
-            sys.stderr.write(action["stderr"] + "\n")
+            sys.stderr.write(action["stderr"] + action.get("end", "\n"))
             sys.stderr.flush()
         elif "notify" in action:
             for _ in range(action["notify"]):
@@ -88,6 +91,24 @@ def call(request_id: Any, params: dict[str, Any]) -> None:
         elif "sleep" in action:
             time.sleep(action["sleep"])
     return answer(request_id, text("done"))
+
+
+def ask(message: str) -> Any:
+    """The client's answer to an elicitation request (its result or its error)."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+    send(
+        {
+            "jsonrpc": "2.0",
+            "id": "ask",
+            "method": "elicitation/create",
+            "params": {"message": message, "requestedSchema": schema},
+        }
+    )
+    for line in sys.stdin:
+        reply = json.loads(line)
+        if reply.get("id") == "ask" and "method" not in reply:
+            return reply.get("result", reply.get("error"))
+    return None
 
 
 def tools_list(request_id: Any, params: dict[str, Any]) -> None:

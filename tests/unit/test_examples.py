@@ -179,8 +179,9 @@ def test_every_format_example_passes_its_format_check(fmt: str) -> None:
     strict(schema).validate(example_args(schema))
 
 
-def test_an_unsupported_pattern_falls_back_to_the_name_then_the_placeholder() -> None:
-    assert example_args(with_p({"type": "string", "pattern": r"^(?!admin)[a-z]+$"})) == {"p": "p"}
+def test_an_unsupported_pattern_falls_back_to_the_placeholder() -> None:
+    # lookaround and backreferences are beyond the linear-time engine: no candidate can be checked
+    assert example_args(with_p({"type": "string", "pattern": r"^(?!admin)[a-z]+$"})) == {"p": "<p>"}
     schema = with_p({"type": "string", "pattern": r"^(\w)\1$"})
     assert example_args(schema) == {"p": "<p>"}
     assert not strict(schema).is_valid(example_args(schema))

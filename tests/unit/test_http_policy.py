@@ -26,10 +26,10 @@ from aai_gateway.executors.http_response import (
     excerpt,
     may_retry,
     parse_output,
-    redact,
     retry_after,
     status_error,
 )
+from aai_gateway.secret_forms import redact
 
 
 def settings(

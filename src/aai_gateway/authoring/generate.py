@@ -314,7 +314,7 @@ def generate(
     if fmt not in FORMATS:
         raise ValueError(f"unknown format '{fmt}': use one of {', '.join(FORMATS)}")
     app = app_id or app_id_for(bus_name)
-    if not APP_ID.match(app):
+    if not APP_ID.fullmatch(app):
         raise ValueError(f"app id '{app}' is not a lowercase reverse-DNS id such as com.example.mail")
     ops, notes = operations(objects)
     where = main_interface(bus_name, ops)

@@ -9,7 +9,9 @@ deterministic descriptor and a warning that says why, when it is:
 - slow (no answer within `llm.timeout` seconds), not HTTP 200, or larger than `MAX_ANSWER_BYTES`;
 - malformed (not a chat completion, not JSON, or not of `ANSWER_SCHEMA`);
 - hostile: it tries to set a binding field (`method`, `script`, `endpoint`, …), names a tool or
-  parameter the descriptor does not have, or renames a tool to an invalid name or one already taken.
+  parameter the descriptor does not have, renames a tool to an invalid name or one already taken, or
+  weakens an annotation: a hint may move towards caution (not read-only, destructive, not idempotent,
+  open world), never away from what the generated descriptor or the tool's HTTP method says.
 
 Tools whose description came from the library keep it: they were written and checked by hand.
 The request goes out under the address rules of web requests (`addresses.address_refusal`): plain
@@ -39,7 +41,7 @@ from aai_gateway.errors import AaiError
 
 MAX_ANSWER_BYTES = 512 * 1024
 MAX_TEXT = 1000
-NEW_NAME = r"^[a-z][a-z0-9_]{0,63}$"
+NEW_NAME = r"^[a-z][a-z0-9_]{0,63}$(?!\n)"
 HINT_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 BINDING_KEYS = frozenset(
     {
@@ -73,6 +75,10 @@ BINDING_KEYS = frozenset(
     }
 )
 """Fields that say what a tool runs: an answer that sets any of them is refused."""
+CAUTIOUS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+"""The value of each hint that promises the least: the model may move a hint towards it, never away."""
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+"""HTTP methods that change something (RFC 9110 §9.2.1): never read-only, and DELETE is destructive."""
 
 TEXT = {"type": "string", "minLength": 1, "maxLength": MAX_TEXT}
 ANSWER_SCHEMA: Mapping[str, Any] = {
@@ -255,6 +261,9 @@ def check(answer: Mapping[str, Any], document: Mapping[str, Any], sources: Mappi
         unknown = set(item.get("parameters", {})) - set(tools[name].get("parameters", {}).get("properties", {}))
         if unknown:
             raise Refused(f"the model's answer describes parameters {name} does not have: {', '.join(sorted(unknown))}")
+        weaker = _weakening(tools[name], item.get("annotations", {}))
+        if weaker:
+            raise Refused(f"the model's answer marks {name} {weaker}")
         if "newName" in item:
             if item["newName"].startswith("aai_"):
                 raise Refused(f"the model's answer renames {name} to {item['newName']}; aai_ names are the gateway's")
@@ -262,6 +271,21 @@ def check(answer: Mapping[str, Any], document: Mapping[str, Any], sources: Mappi
     clashes = [n for n in set(final.values()) if list(final.values()).count(n) > 1]
     if clashes:
         raise Refused(f"the model's answer gives several tools the name {sorted(clashes)[0]}")
+
+
+def _weakening(tool: Mapping[str, Any], hints: Mapping[str, bool]) -> str | None:
+    """What in `hints` promises more than the tool's HTTP method or its generated annotations do, if anything."""
+    method = tool.get("execution", tool).get("method")
+    method = method.upper() if isinstance(method, str) else ""
+    given = tool.get("annotations", {})
+    for key, value in hints.items():
+        if value == CAUTIOUS[key]:
+            continue
+        if method in UNSAFE_METHODS and (key == "readOnlyHint" or (key == "destructiveHint" and method == "DELETE")):
+            return f"{key} {str(value).lower()}, which its {method} method rules out"
+        if key in given and given[key] != value:
+            return f"{key} {str(value).lower()}, where the generated descriptor says {str(given[key]).lower()}"
+    return None
 
 
 def take(
@@ -341,6 +365,8 @@ async def improve(
         check(answer, document, sources)
     except Refused as refused:
         return Outcome(document, dict(sources), warning=str(refused))
+    except RecursionError:  # json.loads, or a walk over the answer, went deeper than Python's stack
+        return Outcome(document, dict(sources), warning="the model's answer is nested too deeply to read")
     outcome = take(answer, copy.deepcopy(document), sources, app_fixed=app_fixed)
     errors = [p for p in check_document(outcome.document, "the model's version").problems if p.severity == "error"]
     if errors:

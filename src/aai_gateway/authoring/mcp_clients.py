@@ -159,6 +159,8 @@ def read(files: Sequence[tuple[str | None, Path]], env: Mapping[str, str]) -> Fo
                     (found.skipped if item.deliberate else found.problems).append(item)
         except UnreadableFile as exc:
             found.problems.append(Problem(str(path), str(exc)))
+        except RecursionError:  # a document nested deeper than the parsers (or the walk over it) go
+            found.problems.append(Problem(str(path), "nested too deeply to read; not a client's server list"))
     return found
 
 
@@ -183,6 +185,8 @@ def _load(path: Path) -> Any:
         return json.loads(_without_comments(text))
     except json.JSONDecodeError as exc:
         raise UnreadableFile(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:  # a number with more digits than Python converts
+        raise UnreadableFile(f"invalid JSON: {exc}") from None
 
 
 _JSONC = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.DOTALL)

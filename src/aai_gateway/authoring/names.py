@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-APP_ID = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)+$")
+APP_ID = re.compile(r"[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)+")
+"""An appId, whole (`fullmatch`: a `$` would let a final newline through)."""
 MAX_TOOL_NAME = 64
 
 

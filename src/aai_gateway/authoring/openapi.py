@@ -37,7 +37,7 @@ from aai_gateway.discovery.wellknown import check_scheme, resolve
 from aai_gateway.errors import AaiJsonInvalid, ApiRequestFailed, InvalidParams
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 MAX_OPENAPI_BYTES = 16 * 1024 * 1024
 RECURSIVE: Mapping[str, Any] = {}
 
@@ -257,7 +257,7 @@ def generate(spec: Mapping[str, Any], *, source_url: str | None = None, app_id: 
     host = urlsplit(base_url).hostname if base_url else None
     reverse_dns = ".".join(reversed(host.split("."))) if host else ""  # api.example.com → com.example.api
     chosen = app_id or app_id_for(reverse_dns, title, unnamed="api")
-    if not APP_ID.match(chosen):
+    if not APP_ID.fullmatch(chosen):
         raise ValueError(f"{chosen!r} is not a valid appId (lowercase reverse-DNS like com.example.api); use --app-id")
     tools: list[dict[str, Any]] = []
     names: set[str] = set()
@@ -273,7 +273,7 @@ def generate(spec: Mapping[str, Any], *, source_url: str | None = None, app_id: 
                 continue
             tool = tool_for(method, str(path), operation, shared, notes)
             base, n = tool["name"], 2
-            while tool["name"] in names or not TOOL_NAME.match(tool["name"]):
+            while tool["name"] in names or not TOOL_NAME.fullmatch(tool["name"]):
                 suffix = f"_{n}"
                 tool["name"], n = base[: MAX_TOOL_NAME - len(suffix)] + suffix, n + 1
             names.add(tool["name"])

@@ -30,10 +30,10 @@ from aai_gateway.authoring.names import APP_ID, MAX_TOOL_NAME, app_id_for, snake
 
 MAX_SDEF_BYTES = 8 * 1024 * 1024
 XINCLUDE = ("{http://www.w3.org/2001/XInclude}", "{http://www.w3.org/2003/XInclude}")
-TERM = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(?: [A-Za-z0-9_]+)*$")
+TERM = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?: [A-Za-z0-9_]+)*")
 """Terminology the generator writes into a script: words of letters, digits and '_', one space apart."""
-BUNDLE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*$")
-SAFE_NAME = re.compile(r"^[^\"\\$\x00-\x1f\x7f]+$")
+BUNDLE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*")
+SAFE_NAME = re.compile(r"[^\"\\$\x00-\x1f\x7f]+")
 TITLE_SUFFIX = re.compile(r"\s*(terminology|dictionary|scripting definitions?|scripting|suite)$", re.IGNORECASE)
 DATE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(Z|[+-][0-9]{2}:[0-9]{2})?$"
 DATE_WORDS = "YYYY-MM-DDTHH:MM:SS, with Z or ±HH:MM for its zone (local time without one)"
@@ -450,7 +450,7 @@ class _Generator:
 
     def tool(self, command: Command) -> dict[str, Any] | None:
         where = f"'{command.name}' ({command.suite})"
-        if not TERM.match(command.name):
+        if not TERM.fullmatch(command.name):
             self.notes.append(f"{where} is left out: its name is not terminology the generator can write")
             return None
         exposed: list[_Exposed] = []
@@ -465,8 +465,8 @@ class _Generator:
             if mapped.kind == "unbindable":
                 self.notes.append(f"{where} is left out: its {label} is {mapped.words}")
                 return None
-            if (param.name and not TERM.match(param.name)) or not all(
-                TERM.match(t) for t in (mapped.term, *mapped.choices) if t
+            if (param.name and not TERM.fullmatch(param.name)) or not all(
+                TERM.fullmatch(t) for t in (mapped.term, *mapped.choices) if t
             ):
                 self.notes.append(f"{where} is left out: its {label} uses terminology the generator cannot write")
                 return None
@@ -539,10 +539,10 @@ def generate(
             "leave out --format c (or use --format a)"
         )
     notes: list[str] = []
-    if bundle_id is not None and not BUNDLE_ID.match(bundle_id):
+    if bundle_id is not None and not BUNDLE_ID.fullmatch(bundle_id):
         notes.append(f"the bundle id {bundle_id!r} is not usable in a script; the app is addressed by name")
         bundle_id = None
-    name = next((n for n in (app_name, app_name_from(sdef.title)) if n and SAFE_NAME.match(n)), None)
+    name = next((n for n in (app_name, app_name_from(sdef.title)) if n and SAFE_NAME.fullmatch(n)), None)
     if bundle_id is None and app_id is not None:
         bundle_id = app_id
     if bundle_id is not None:
@@ -553,7 +553,7 @@ def generate(
     else:
         raise ValueError(f"{source} names no app (no bundle id, no usable title); pass --app-id")
     app = app_id or app_id_for(bundle_id or name or "")
-    if not APP_ID.match(app):
+    if not APP_ID.fullmatch(app):
         raise ValueError(f"app id '{app}' is not a lowercase reverse-DNS id such as com.example.mail")
     generator = _Generator(sdef, tell)
     tools: list[dict[str, Any]] = []

@@ -12,7 +12,7 @@ import click
 from aai_gateway import paths
 from aai_gateway.config import Settings, load_settings
 from aai_gateway.errors import ConfigError
-from aai_gateway.history import HISTORY_FILE, STATUSES, HistoryStore, parse_time
+from aai_gateway.history import HISTORY_FILE, STATUSES, HistoryStore, read_time
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -46,9 +46,12 @@ class TimeParam(click.ParamType[datetime]):
         if isinstance(value, datetime):
             return value
         try:
-            return parse_time(str(value))
+            moment, note = read_time(str(value))
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
+        if note:
+            click.echo(f"note: {param.opts[0] if param is not None and param.opts else 'a time'} {note}", err=True)
+        return moment
 
 
 def terminal_safe(text: str) -> str:

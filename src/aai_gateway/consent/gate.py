@@ -217,14 +217,14 @@ class ConsentGate:
         )
 
 
-_PLAIN = re.compile(r"^[\w .@:+/-]+$")
+_PLAIN = re.compile(r"[\w .@:+/-]+")
 
 
 def command(verb: str, caller: str | None, app: str, tool: str | None = None) -> str:
     """The `aai-gateway consent` command line, quoted for a shell (names come from clients and descriptors)."""
     parts = ["aai-gateway", "consent", verb]
     if caller is not None:
-        shown = f'"{caller}"' if _PLAIN.match(caller) else shlex.quote(caller)
+        shown = f'"{caller}"' if _PLAIN.fullmatch(caller) else shlex.quote(caller)
         parts += ["--caller", shown]
     parts.append(shlex.quote(app))
     if tool is not None:

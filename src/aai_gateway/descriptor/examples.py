@@ -13,9 +13,10 @@ from functools import partial
 from itertools import chain
 from typing import Any
 
-from jsonschema import Draft7Validator, FormatChecker
+from jsonschema import FormatChecker
 
 from aai_gateway.descriptor.patterns import MAX_SIZE, pattern_examples
+from aai_gateway.descriptor.safe_schema import SafeValidator, deadline
 from aai_gateway.descriptor.subschemas import (
     BRANCHES,
     MAX_DEPTH,
@@ -71,9 +72,14 @@ FORMAT_SHAPES = {
 JSON_TYPES = ("string", "integer", "number", "boolean", "object", "array", "null")
 
 
+EXAMPLE_SECONDS = 0.5
+"""Time the candidates of one tool's example may take to check; then the first candidates found serve."""
+
+
 def example_args(schema: Mapping[str, Any]) -> dict[str, Any]:
     """Arguments valid against `schema`: the required ones, plus one optional one that has `examples`."""
-    return _Examples(schema).args()
+    with deadline(EXAMPLE_SECONDS):
+        return _Examples(schema).args()
 
 
 def _size(spec: Mapping[str, Any], key: str) -> int | None:
@@ -85,7 +91,7 @@ _NOTHING = object()
 
 
 def _format_checker() -> FormatChecker:
-    checker = FormatChecker(Draft7Validator.FORMAT_CHECKER.checkers)
+    checker = FormatChecker(SafeValidator.FORMAT_CHECKER.checkers)
     for name, shape in FORMAT_SHAPES.items():
         if name not in checker.checkers:
             checker.checks(name)(partial(_has_shape, re.compile(shape)))
@@ -104,7 +110,7 @@ class _Examples:
 
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.schemas = Schemas(root)
-        self.validator = Draft7Validator(root, format_checker=FORMATS)
+        self.validator = SafeValidator(root, format_checker=FORMATS)
 
     def args(self) -> dict[str, Any]:
         found = self.value(self.schemas.root, "args")

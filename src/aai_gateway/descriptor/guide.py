@@ -54,7 +54,7 @@ def guide(app: Descriptor, platform: str, *, site: str | None = None, exec_name:
     if app.aliases:
         lines.append(f"- Aliases: {', '.join(app.aliases)}")
     if app.description:
-        lines.append(f"- Description: {app.description}")
+        lines.append(f"- Description: {one_line(app.description)}")
     lines += ["", "## Authentication", ""]
     lines += [_auth_text(b) for b in served] or ["None."]
     lines += ["", "## Retries", ""]
@@ -121,7 +121,7 @@ def _auth_text(binding: Binding) -> str:
 def _operation(app_ref: str, binding: Binding, tool: Tool, exec_name: str) -> list[str]:
     lines = [f"### {tool.name}", ""]
     if tool.description:
-        lines += [tool.description, ""]
+        lines += [one_line(tool.description), ""]
     if hints := hint_words(tool.annotations):
         lines += [f"**Hints**: {', '.join(hints)}", ""]
     lines += ["**Parameters**:", ""]
@@ -137,6 +137,11 @@ def _operation(app_ref: str, binding: Binding, tool: Tool, exec_name: str) -> li
         "",
     ]
     return lines
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: an MCP server's description cannot start a heading or a list of its own in the guide."""
+    return " ".join(text.split())
 
 
 def hint_words(annotations: Annotations) -> list[str]:

@@ -34,6 +34,12 @@ def _required_only(branches: list[Any]) -> bool:
     return all(isinstance(b, Mapping) and set(b) <= {"required", "title", "description"} for b in branches)
 
 
+def shown(text: str) -> str:
+    """A name or pattern from a schema as the guide shows it: as it is, or quoted with escapes when it holds a line
+    break or another character that is not printable (it could start a heading of its own)."""
+    return text if text.isprintable() else json.dumps(text)
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
@@ -79,7 +85,7 @@ class _Parameters:
         spec, refs = self.schemas.expand(raw)
         label = ", ".join(filter(None, [self.label(spec), flag]))
         extras = self._extras(spec)
-        head = f"{'  ' * depth}- {title} ({label})" + (": " + "; ".join(extras) if extras else "")
+        head = f"{'  ' * depth}- {shown(title)} ({label})" + (": " + "; ".join(extras) if extras else "")
         return [head, *self._below(title, spec, refs, depth + 1, trail)]
 
     def _choices(self, spec: Mapping[str, Any], depth: int, trail: _Trail) -> list[str]:
@@ -123,7 +129,7 @@ class _Parameters:
                 return unique[0] if len(unique) == 1 else "one of: " + " | ".join(unique)
         text = " or ".join(self._kind(kind, spec, depth) for kind in _label_kinds(spec))
         fmt = spec.get("format")
-        return f"{text}, {fmt}" if isinstance(fmt, str) else text
+        return f"{text}, {shown(fmt)}" if isinstance(fmt, str) else text
 
     def _kind(self, kind: str, spec: Mapping[str, Any], depth: int) -> str:
         items = spec.get("items")
@@ -170,7 +176,7 @@ def _constraints(spec: Mapping[str, Any]) -> list[str]:
         _number_range(spec),
         f"multiple of {_json(spec['multipleOf'])}" if is_number(spec.get("multipleOf")) else None,
         _span(spec.get("minLength"), spec.get("maxLength"), "character"),
-        f"matches {spec['pattern']}" if isinstance(spec.get("pattern"), str) else None,
+        f"matches {shown(spec['pattern'])}" if isinstance(spec.get("pattern"), str) else None,
         _span(spec.get("minItems"), spec.get("maxItems"), "item"),
         "no duplicates" if spec.get("uniqueItems") is True else None,
         _span(spec.get("minProperties"), spec.get("maxProperties"), "key"),

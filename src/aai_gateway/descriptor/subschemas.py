@@ -7,10 +7,11 @@ hostile schema from being walked forever.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote
+
+from aai_gateway.descriptor.safe_schema import matches
 
 TYPE_HINTS = (
     ("object", ("properties", "required", "additionalProperties", "patternProperties", "minProperties")),
@@ -113,10 +114,7 @@ def property_schema(spec: Mapping[str, Any], name: str) -> Any:
         return props[name]
     patterns = spec.get("patternProperties")
     for pattern, sub in patterns.items() if isinstance(patterns, Mapping) else []:
-        try:
-            if re.search(pattern, name):
-                return sub
-        except re.error:
-            continue
+        if isinstance(pattern, str) and matches(pattern, name):
+            return sub
     extra = spec.get("additionalProperties")
     return extra if isinstance(extra, Mapping) else {}

@@ -18,12 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft7Validator, SchemaError
+from jsonschema.exceptions import best_match
 
 from aai_gateway import __version__, problems
 from aai_gateway.descriptor import instances
 from aai_gateway.descriptor.formats import detect, normalise
 from aai_gateway.descriptor.mcp_checks import mcp_problems, override_problems
 from aai_gateway.descriptor.model import Descriptor, Shape
+from aai_gateway.descriptor.safe_schema import SAFE_META
+from aai_gateway.descriptor.server_tools import refused_patterns
 from aai_gateway.descriptor.tool_checks import dbus_problems, hint_problems, placeholder_problems, ref_problems
 from aai_gateway.descriptor.unknown_keys import unknown_keys
 from aai_gateway.problems import Problem, describe, pointer, short
@@ -306,15 +309,21 @@ def _schema_problems(schema: Any, at: list[str | int], source: str, *, root_obje
         return [Problem(source, where, f"is not a valid JSON Schema: {describe(exc)}")]
     except RecursionError:
         return [Problem(source, pointer(at), "is nested too deeply to check")]
+    unrun = [
+        Problem(source, pointer([*at, *where]), found.message, "warning")
+        for where, found in (refused_patterns(schema) if isinstance(schema, Mapping) else [])
+        if found.usable
+    ]
     if root_object and schema.get("type", "object") != "object":
         return [
             Problem(
                 source,
                 pointer([*at, "type"]),
                 f'{at[-1]} must describe an object (type "object"), not {short(schema.get("type"))}',
-            )
+            ),
+            *unrun,
         ]
-    return []
+    return unrun
 
 
 _VALID_SCHEMAS: set[str] = set()
@@ -328,7 +337,9 @@ def _check_schema(schema: Any) -> None:
         text = None
     if text is not None and text in _VALID_SCHEMAS:
         return
-    Draft7Validator.check_schema(schema)
+    error = best_match(SAFE_META.iter_errors(schema))  # Draft7Validator.check_schema, its patterns read by RE2
+    if error is not None:
+        raise SchemaError.create_from(error)
     if text is not None and len(_VALID_SCHEMAS) < 4096:
         _VALID_SCHEMAS.add(text)
 

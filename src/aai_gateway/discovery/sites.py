@@ -25,7 +25,7 @@ DEFAULT_PORTS = {"https": 443, "http": 80}
 WELL_KNOWN = "/.well-known/aai.json"
 
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
-_LABEL = re.compile(r"^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$")
+_LABEL = re.compile(r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +116,7 @@ def canonical_host(host: str) -> str | None:
     except UnicodeError:
         return None
     labels = ascii_host.split(".")
-    if len(ascii_host) > 253 or not all(_LABEL.match(label) for label in labels):
+    if len(ascii_host) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
         return None
     return ascii_host
 

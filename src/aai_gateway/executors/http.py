@@ -39,7 +39,8 @@ from aai_gateway.executors.http_auth import (
 )
 from aai_gateway.executors.http_guard import check_host, check_scheme
 from aai_gateway.executors.http_request import Base, HttpRequest, build, inside
-from aai_gateway.executors.http_response import may_retry, parse_output, redact, retry_after, status_error
+from aai_gateway.executors.http_response import may_retry, parse_output, retry_after, status_error
+from aai_gateway.secret_forms import redact
 
 log = logging.getLogger(__name__)
 

@@ -1,24 +1,21 @@
 """What an HTTP response means for the agent: a result, a retry, or an error. Pure functions.
 
-Error details quote the status and a trimmed body, never the query string (it may carry a key),
-and every secret the request used is redacted from anything returned.
+Error details quote the status and a trimmed body, never the query string (it may carry a key); the
+executor redacts every secret the request used from anything returned (`secret_forms.redact`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 from aai_gateway.errors import AaiError, ApiRequestFailed, AuthExpired, AuthRequired, AutomationFailed, PermissionDenied
 from aai_gateway.http_methods import IDEMPOTENT
-from aai_gateway.secret_forms import all_forms
 
 RETRY_STATUSES = frozenset({429, 503})
-REDACTED = "[redacted]"
 BODY_EXCERPT = 300
 
 
@@ -45,26 +42,6 @@ def may_retry(method: str, status: int) -> bool:
 def excerpt(body: str, limit: int = BODY_EXCERPT) -> str:
     text = re.sub(r"\s+", " ", body).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def redact(value: Any, secrets: Collection[str]) -> Any:
-    """`value` with every secret replaced, in every form it travels in (as sent, percent-encoded,
-    JSON-escaped, base64), in strings and object keys at any depth."""
-    found = all_forms(s for s in secrets if s)
-    return _cut(value, found) if found else value
-
-
-def _cut(value: Any, found: list[str]) -> Any:
-    if isinstance(value, str):
-        for secret in found:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return value
-    if isinstance(value, list):
-        return [_cut(v, found) for v in value]
-    if isinstance(value, dict):
-        return {_cut(k, found): _cut(v, found) for k, v in value.items()}
-    return value
 
 
 def status_error(

@@ -1,7 +1,8 @@
 """MCP servers served as apps: each call forwarded to the server's `tools/call`.
 
 The server's session lives in `aai_gateway.mcp_client`; this executor keeps one `Server` per app,
-replaced when the app's descriptor changes, and lists the app's tools from the server (`live_tools`).
+replaced when the app's descriptor changes, and lists the app's tools from the server (`live_tools`). A result
+is checked against the tool's output schema here (linear-time regexes, bounded in time), not by the SDK.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from collections.abc import Callable, Set
 
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Binding, Descriptor, Tool
-from aai_gateway.errors import AaiError
+from aai_gateway.descriptor.argument_check import result_problem
+from aai_gateway.errors import AaiError, AutomationFailed
 from aai_gateway.executors.base import Approve, Forwarded, ToolCall
 from aai_gateway.executors.mcp_launch import launch_of
 from aai_gateway.executors.mcp_tools import SERVER_NAME, gateway_tools
@@ -66,12 +68,19 @@ class McpExecutor:
     async def live_tools(self, app: Descriptor, binding: Binding, timeout: float) -> tuple[Tool, ...]:
         server = await self._server(app, binding)
         listed = await server.tools(timeout)
-        return gateway_tools(app.app_id, listed, binding.options.get("overrides") or ())
+        overrides = binding.options.get("overrides") or ()
+        # hundreds of schemas to check: in a thread, so the event loop keeps answering meanwhile
+        tools, problems = await asyncio.to_thread(gateway_tools, app.app_id, listed, overrides)
+        server.tool_problems = problems
+        return tools
 
     async def execute(self, call: ToolCall) -> Forwarded:
         server = await self._server(call.app, call.binding)
         name = call.tool.options.get(SERVER_NAME, call.tool.name)
-        return Forwarded(await server.call(name, call.args, call.timeout, call.relay))
+        result = await server.call(name, call.args, call.timeout, call.relay)
+        if call.tool.returns is not None and (problem := result_problem(call.tool.returns, result)) is not None:
+            raise AutomationFailed(f"{call.app.app_id}: {call.tool.name} answered against its output schema: {problem}")
+        return Forwarded(result)
 
     async def retain(self, app_ids: Set[str]) -> None:
         async with self._lock:

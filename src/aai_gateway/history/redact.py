@@ -2,8 +2,8 @@
 
 A value is hidden when its key looks secret (password, token, api_key, cookie, …, any case and
 spelling) or when the JSON Schema describing it marks it `"x-sensitive": true` or
-`"format": "password"`, at any depth. Known secret values (the config's client secrets and API keys)
-are also cut out of any text.
+`"format": "password"`, at any depth. Known secret values (the config's client secrets and API keys,
+and every secret `secret_forms.remember`s, such as an MCP server's) are also cut out of any text.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from aai_gateway.secret_forms import MIN_LENGTH, all_forms
+from aai_gateway.descriptor.safe_schema import matches
+from aai_gateway.secret_forms import MIN_LENGTH, REDACTED, all_forms, cut, remembered
 from aai_gateway.text import printable
 
-MASK = "[redacted]"
+MASK = REDACTED
 SECRET_PARTS = (
     "password",
     "passwd",
@@ -56,6 +57,8 @@ class Redactor:
         self._given = [s for s in secrets if len(s) >= MIN_LENGTH]  # very short ones would mask noise
         # Every form each one travels in (percent-encoded, JSON-escaped, …), longest first.
         self._secrets = all_forms(self._given)
+        self._known: tuple[str, ...] = ()
+        self._forms = self._secrets
         self.max_string = max_string
 
     def value(
@@ -76,10 +79,11 @@ class Redactor:
         return Redactor([*self._given, *secrets], self.max_string)
 
     def text(self, text: str) -> str:
-        text = printable(text)
-        for secret in self._secrets:
-            text = text.replace(secret, MASK)
-        return text
+        known = remembered()
+        if known is not self._known:  # a secret was resolved since: cut it too, longest form first
+            self._known = known
+            self._forms = sorted({*self._secrets, *known}, key=len, reverse=True)
+        return cut(printable(text), self._forms)
 
     def _walk(self, value: Any, schemas: Schemas, root: Mapping[str, Any], limit: int, hidden: list[str]) -> Any:
         if isinstance(value, Mapping):
@@ -188,7 +192,6 @@ def _item(schemas: Schemas, index: int) -> list[Any]:
 
 
 def _matches(pattern: str, key: str) -> bool:
-    try:
-        return re.search(pattern, key) is not None
-    except re.error:
-        return False
+    """Whether a `patternProperties` pattern names `key`; one the gateway cannot run names it (more is masked)."""
+    found = matches(pattern, key)
+    return True if found is None else found

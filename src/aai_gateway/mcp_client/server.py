@@ -4,6 +4,11 @@ A stdio server is started when first needed and stopped after `idle` seconds wit
 gateway closes, or when its descriptor changes. A server that ends on its own is started again on the
 next use, after a delay that doubles with each crash in a row (the failure is logged and kept in
 `status`). An HTTP session the server forgot (404 on its session id) is opened again once per call.
+Every `tools/list` page passes `listing.sift` before the session reads it, and a listing is bounded
+(`listing.Limits`).
+
+The secrets the server was given are cut out of everything it says (its messages and its stderr) before
+anything reads it, and out of every failure said of it.
 """
 
 from __future__ import annotations
@@ -24,11 +29,15 @@ from mcp import ClientSession, MCPError
 from mcp.client.session import ClientRequestContext, IncomingMessage
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.message import SessionMessage
 
 from aai_gateway import __version__
 from aai_gateway.errors import AaiError, AppNotRunning, AutomationFailed, Timeout
+from aai_gateway.mcp_client.listing import MAX_TOOLS, Limits, Sifted, sift
+from aai_gateway.mcp_client.redacting import RedactedStream
 from aai_gateway.mcp_client.stdio import Child, spawn
 from aai_gateway.relay import Relay
+from aai_gateway.secret_forms import all_forms, cut
 
 log = logging.getLogger("aai_gateway.mcp_client")
 
@@ -48,12 +57,14 @@ class Launch:
     app_id: str
     command: str | None = None
     args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
     cwd: str | None = None
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     idle: float = 600.0
     """Seconds without calls after which a stdio server is stopped; 0 keeps it running."""
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """The values of `env` and `headers` that are secrets: cut out of everything the server says."""
 
     @property
     def kind(self) -> str:
@@ -70,11 +81,15 @@ class ServerStatus:
     restarts: int
     last_failure: str | None
     tools: int | None
+    problems: tuple[str, ...] = ()
+    """What is wrong with what the server lists: tools left out or not fully checked, a listing cut short."""
 
 
 class Server:
     def __init__(self, launch: Launch, on_tools_changed: Callable[[str], None] | None = None) -> None:
         self.launch = launch
+        self._secrets = all_forms(launch.secrets)
+        """Every form of every secret the server was given, longest first."""
         self._on_tools_changed = on_tools_changed
         self._session: ClientSession | None = None
         self._child: Child | None = None
@@ -91,6 +106,12 @@ class Server:
         self._used = time.monotonic()
         self._relays: list[Relay | None] = []
         """The calls under way, by the way back to each one's caller."""
+        self._sifted = Sifted()
+        self._version: str | None = None
+        """The protocol version the session agreed on."""
+        self._listing_problems: tuple[str, ...] = ()
+        self.tool_problems: tuple[str, ...] = ()
+        """What the gateway found wrong with the listed tools (set by whoever serves them)."""
 
     @property
     def label(self) -> str:
@@ -105,22 +126,40 @@ class Server:
             restarts=self._restarts,
             last_failure=self._last_failure,
             tools=len(self._tools) if self._tools is not None else None,
+            problems=(*self._listing_problems, *self.tool_problems),
         )
 
     async def tools(self, timeout: float) -> list[dict[str, Any]]:
-        """The server's `tools/list` (every page), as JSON; fetched once until the server says it changed."""
+        """The server's `tools/list` (every page, within `Limits`), as JSON; fetched once until the server
+        says it changed. Tools that are no MCP tools are left out (`listing.sift`)."""
         if self._tools is not None:
             return self._tools
+        self._sifted = Sifted()
+        limits = Limits()
+        stopped: str | None = None
         async with self._using(timeout) as session:
             listed: list[dict[str, Any]] = []
             cursor: str | None = None
             while True:
                 params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
                 page = await session.list_tools(params=params)
-                listed.extend(t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools)
+                dumped = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools]
+                listed.extend(dumped)
                 cursor = page.next_cursor
-                if not cursor:
+                stopped = limits.add(dumped, cursor)
+                if not cursor or stopped:
                     break
+        problems = list(self._sifted.left_out)
+        if stopped:
+            listed = listed[:MAX_TOOLS]
+            problems.append(f"the listing was cut short after {len(listed)} tools: {stopped}")
+            log.warning("%s: the tool listing was cut short after %d tools: %s", self.label, len(listed), stopped)
+        for why in self._sifted.left_out:
+            log.warning("%s: %s", self.label, why)
+        for tool in listed:
+            if tool["name"] in self._sifted.output_schemas:
+                tool["outputSchema"] = self._sifted.output_schemas[tool["name"]]
+        self._listing_problems = tuple(problems)
         self._tools = listed
         return listed
 
@@ -237,8 +276,8 @@ class Server:
         started = time.monotonic()
         crashed = False
         try:
-            async with self._streams() as streams, self._client(streams) as session:
-                await session.initialize()
+            async with self._streams() as streams, self._sifting(streams) as sifting, self._client(sifting) as session:
+                self._version = (await session.initialize()).protocol_version
                 self._session = session
                 self._state = "running"
                 if self._crashes:
@@ -247,7 +286,7 @@ class Server:
                 crashed = await self._serve()
         except Exception as exc:
             crashed = True
-            why = _reason(exc)
+            why = self._redacted(_reason(exc))
             if self._child is not None and self._child.stderr:
                 why = f"{why}; it said: {self._child.stderr[-1]}"
             self._last_failure = why
@@ -286,8 +325,16 @@ class Server:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), 0.5)
 
+    def _redacted(self, text: str) -> str:
+        return cut(text, self._secrets)
+
     @asynccontextmanager
     async def _streams(self) -> AsyncIterator[Streams]:
+        async with self._transport() as (read, write):
+            yield (RedactedStream(read, self._secrets) if self._secrets else read), write
+
+    @asynccontextmanager
+    async def _transport(self) -> AsyncIterator[Streams]:
         launch = self.launch
         if launch.url:
             client = httpx2.AsyncClient(headers=dict(launch.headers), timeout=httpx2.Timeout(30.0, read=300.0))
@@ -295,9 +342,37 @@ class Server:
                 yield read, write
             return
         assert launch.command is not None
-        async with spawn(self.label, launch.command, launch.args, launch.env, launch.cwd) as child:
+        spawning = spawn(self.label, launch.command, launch.args, launch.env, launch.cwd, redact=self._redacted)
+        async with spawning as child:
             self._child = child
             yield child.read, child.write
+
+    @asynccontextmanager
+    async def _sifting(self, streams: Streams) -> AsyncIterator[Streams]:
+        """`streams` with every `tools/list` page sifted (`listing.sift`) on its way to the session."""
+        source, write = streams
+        sink, read = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+
+        async def relay() -> None:
+            async with sink:
+                async for message in source:
+                    await sink.send(self._sift(message))
+
+        async with source, sink, read, anyio.create_task_group() as group:
+            group.start_soon(relay)
+            try:
+                yield read, write
+            finally:
+                group.cancel_scope.cancel()
+
+    def _sift(self, message: SessionMessage | Exception) -> SessionMessage | Exception:
+        if not isinstance(message, SessionMessage) or not isinstance(message.message, types.JSONRPCResponse):
+            return message
+        result = message.message.result
+        if not isinstance(result.get("tools"), list):  # only a tools/list result holds a `tools` list
+            return message
+        response = message.message.model_copy(update={"result": sift(result, self._sifted, self._version)})
+        return SessionMessage(response, message.metadata)
 
     def _client(self, streams: Streams) -> ClientSession:
         read, write = streams

@@ -1,17 +1,19 @@
 """A stdio server as the SDK's session wants it: two message streams, and the process behind them.
 
 Unlike the SDK's `stdio_client` this keeps the process at hand (its pid for the status and the kill,
-its exit for noticing a crash) and its stderr in the log. A line on stdout that is not a JSON-RPC
-message is logged and skipped, so a server that prints stray text keeps its session.
+its exit for noticing a crash) and its stderr in the log, each line passed through `redact` (which cuts
+the server's secrets out) before it is kept or logged. A line on stdout that is not a JSON-RPC message
+is logged and skipped, so a server that prints stray text keeps its session.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import subprocess
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -32,6 +34,13 @@ log = logging.getLogger("aai_gateway.mcp_client")
 STOP_GRACE = 2.0
 """Seconds a server has to exit after its stdin closes, and again after SIGTERM, before SIGKILL."""
 MAX_LINE = 64 * 1024 * 1024
+MAX_NESTING = 100
+"""Deepest objects and arrays kept of a message the SDK's parser refuses as nested too deeply; deeper ones
+become null (a tool schema that deep is refused anyway)."""
+MAX_STDERR_LINE = 64 * 1024
+"""A longer line on stderr is taken in pieces of this size."""
+SHOWN = 500
+"""Characters of a line on stderr kept and logged."""
 
 
 @dataclass
@@ -52,7 +61,13 @@ class Child:
 
 @asynccontextmanager
 async def spawn(
-    label: str, command: str, args: Sequence[str], env: Mapping[str, str], cwd: str | None
+    label: str,
+    command: str,
+    args: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str | None,
+    *,
+    redact: Callable[[str], str] = str,
 ) -> AsyncIterator[Child]:
     """Start the server in its own process group; on leaving, stop the whole group (by its pid)."""
     process = await anyio.open_process(
@@ -80,13 +95,24 @@ async def spawn(
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             await read_writer.aclose()
 
+    def said(line: str) -> None:
+        if line.strip():
+            shown = printable(redact(line)[:SHOWN])  # cut before shortened: no piece of a secret is left
+            child.stderr.append(shown)
+            log.debug("%s: %s", label, shown)
+
     async def stderr() -> None:
         assert process.stderr is not None
+        partial = ""  # a line split between two reads, whole before it is redacted
         async for chunk in TextReceiveStream(process.stderr, errors="replace"):
-            for line in chunk.splitlines():
-                if line.strip():
-                    child.stderr.append(printable(line[:500]))
-                    log.debug("%s: %s", label, printable(line[:500]))
+            *lines, partial = (partial + chunk).split("\n")
+            if len(partial) > MAX_STDERR_LINE:
+                lines.append(partial)
+                partial = ""
+            for line in lines:
+                for piece in line.splitlines():
+                    said(piece)
+        said(partial)
 
     async def waiter() -> None:
         code = await process.wait()
@@ -133,12 +159,55 @@ async def _read_lines(
                 try:
                     message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                 except (ValidationError, ValueError):
-                    log.warning("%s: not a JSON-RPC message on stdout, skipped: %s", label, printable(line[:200]))
-                    continue
+                    salvaged = _salvaged(line)
+                    if salvaged is None:
+                        log.warning("%s: not a JSON-RPC message on stdout, skipped: %s", label, printable(line[:200]))
+                        continue
+                    log.warning("%s: an answer on stdout could not be read as it came: %s", label, _gist(salvaged))
+                    message = salvaged
                 try:
                     await writer.send(SessionMessage(message))
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     return
+
+
+def _salvaged(line: str) -> types.JSONRPCMessage | None:
+    """A line the SDK's parser refused, read by Python's with its deepest parts cut; an answer (it has an id and a
+    result or error) that still is not one becomes an error answer to its request. None: nothing to salvage."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    try:
+        message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_python(
+            _cut(data, MAX_NESTING), by_name=False
+        )
+    except ValidationError as exc:
+        request_id = data.get("id")
+        answer = isinstance(request_id, int | str) and not isinstance(request_id, bool)
+        if not answer or not data.keys() & {"result", "error"}:
+            return None
+        why = f"the server's answer is not a JSON-RPC answer ({exc.error_count()} problems)"
+        return types.JSONRPCError(
+            jsonrpc="2.0", id=request_id, error=types.ErrorData(code=types.INTERNAL_ERROR, message=why)
+        )
+    return message
+
+
+def _cut(value: object, depth: int) -> object:
+    if isinstance(value, dict):
+        return None if depth <= 0 else {k: _cut(v, depth - 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return None if depth <= 0 else [_cut(v, depth - 1) for v in value]
+    return value
+
+
+def _gist(message: types.JSONRPCMessage) -> str:
+    if isinstance(message, types.JSONRPCError):
+        return message.error.message
+    return f"objects nested deeper than {MAX_NESTING} levels were cut"
 
 
 async def _stop(label: str, process: anyio.abc.Process, exited: anyio.Event) -> None:

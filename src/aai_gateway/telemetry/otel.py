@@ -14,6 +14,7 @@ import asyncio
 import json
 import logging
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -26,8 +27,8 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
-from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, StatusCode, get_current_span, use_span
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -47,7 +48,9 @@ UNKNOWN = "_unknown"
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 """Seconds: an operation takes from under a millisecond (DBus) to minutes (a consent question)."""
 NETWORK = {"stdio": "pipe", "http": "tcp"}
-SHUTDOWN_SECONDS = 5.0
+EXIT_SECONDS = 1.5
+"""How long the gateway waits at exit for the last spans and metrics to be exported: a collector that
+is down or never answers must not hold the exit (the exporters would retry for many seconds)."""
 _PROPAGATOR = TraceContextTextMapPropagator()
 
 
@@ -58,20 +61,23 @@ class Outputs:
     processors: Sequence[SpanProcessor]
     readers: Sequence[MetricReader]
     destinations: tuple[str, str] = ("nowhere", "nowhere")
+    exporters: Sequence[Counted] = ()
+    """The span exporters, counting what they exported, for the exit to say what was dropped."""
 
 
 def outputs(want: Wanted) -> Outputs:
     """The exporters `want` names; `console` writes to stderr, since stdout may be the MCP connection."""
     base = want.endpoint.rstrip("/") if want.endpoint else None
     headers = dict(want.headers) or None
-    processors: list[SpanProcessor] = [
-        BatchSpanProcessor(
+    exporters = [
+        Counted(
             OTLPSpanExporter(endpoint=f"{base}/v1/traces" if base else None, headers=headers)
             if name == "otlp"
             else ConsoleSpanExporter(out=sys.stderr)
         )
         for name in want.traces
     ]
+    processors: list[SpanProcessor] = [BatchSpanProcessor(exporter) for exporter in exporters]
     readers: list[MetricReader] = [
         PeriodicExportingMetricReader(
             OTLPMetricExporter(endpoint=f"{base}/v1/metrics" if base else None, headers=headers)
@@ -85,7 +91,41 @@ def outputs(want: Wanted) -> Outputs:
         ", ".join(where if n == "otlp" else "stderr" for n in names) or "nowhere"
         for names in (want.traces, want.metrics)
     )
-    return Outputs(processors, readers, (traces, metrics))
+    return Outputs(processors, readers, (traces, metrics), exporters)
+
+
+class Counted(SpanExporter):
+    """A span exporter that counts the spans it exported."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self.inner = inner
+        self.sent = 0
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        result = self.inner.export(spans)
+        if result is SpanExportResult.SUCCESS:
+            with self._lock:
+                self.sent += len(spans)
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+class Ended(SpanProcessor):
+    """Counts the spans ended, the number every exporter is to export."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def on_end(self, span: ReadableSpan) -> None:
+        with self._lock:
+            self.count += 1
 
 
 class Telemetry:
@@ -101,6 +141,8 @@ class Telemetry:
         elif str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
             resource = resource.merge(Resource({SERVICE_NAME: DEFAULT_SERVICE}))
         self.tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+        self.ended = Ended()
+        self.tracer_provider.add_span_processor(self.ended)
         for processor in self.outputs.processors:
             self.tracer_provider.add_span_processor(processor)
         self.meter_provider = MeterProvider(
@@ -186,16 +228,43 @@ class Telemetry:
             self.errors.add(1, {"aai.app": app, "aai.tool": tool, "error.type": error})
 
     def executor(self, executor: Executor) -> Executor:
-        """`executor` with a span around each run of it, under the call's."""
+        """`executor` with a span around each run of it, under the call's: a wrapper for running calls only,
+        so the gateway keeps `executor` itself for all else it does (an MCP server's tools and statuses)."""
         return TracedExecutor(executor, self)
 
     async def aclose(self) -> None:
         """Export what is still held, then stop (in a thread: exporting blocks)."""
         await asyncio.to_thread(self.shutdown)
 
-    def shutdown(self) -> None:
-        self.tracer_provider.shutdown()
-        self.meter_provider.shutdown(timeout_millis=SHUTDOWN_SECONDS * 1000)
+    def shutdown(self, seconds: float = EXIT_SECONDS) -> None:
+        """Export what is still held for at most `seconds`, then stop; say in the log what was dropped.
+
+        The exporting goes on in a daemon thread, which the process's exit does not wait for."""
+        done = threading.Event()
+
+        def stop() -> None:
+            try:
+                self.tracer_provider.shutdown()
+                self.meter_provider.shutdown(timeout_millis=seconds * 1000)
+            finally:
+                done.set()
+
+        threading.Thread(target=stop, name="telemetry-exit", daemon=True).start()
+        finished = done.wait(seconds)
+        lost = max((self.ended.count - e.sent for e in self.outputs.exporters), default=0)
+        traces, metrics = self.destinations()
+        if not finished:
+            log.warning(
+                "telemetry: the last spans and metrics were not exported within %g s of exit, dropped: "
+                "%d of %d spans for %s, and the metrics since the last export for %s",
+                seconds,
+                lost,
+                self.ended.count,
+                traces,
+                metrics,
+            )
+        elif lost:
+            log.warning("telemetry: %d of %d spans were never exported to %s", lost, self.ended.count, traces)
 
 
 class CallSpan:

@@ -9,7 +9,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from aai_gateway.history import parse_time
+from aai_gateway.history import read_time
 from aai_gateway.history.stats import Stats
 from aai_gateway.web.plots import Row, Series, bars, stacked_columns
 
@@ -38,12 +38,15 @@ class Chosen:
     until: datetime
     app: str | None
     tool: str | None
+    notes: tuple[str, ...] = ()
+    """How a time past what the history filters name was taken (0001-01-01 as 1970-01-01)."""
 
 
 def choose(query: Mapping[str, str], now: datetime) -> tuple[Chosen, list[str]]:
     """The range and filters of the page's query string; errors name what was wrong (the default is used)."""
     given = {k: query.get(k, "").strip() for k in ("range", "since", "until", "app", "tool")}
     errors: list[str] = []
+    notes: list[str] = []
     if given["range"] not in RANGE_TITLES:
         if given["range"]:
             errors.append(f"range must be one of {', '.join(RANGE_TITLES)}")
@@ -53,10 +56,12 @@ def choose(query: Mapping[str, str], now: datetime) -> tuple[Chosen, list[str]]:
         for key in ("since", "until"):
             if given[key]:
                 try:
-                    moment = parse_time(given[key], now)
+                    moment, note = read_time(given[key], now)
                 except (ValueError, OverflowError) as exc:
                     errors.append(f"{key}: {exc}")
                     continue
+                if note:
+                    notes.append(f"{key}: {note}")
                 if key == "since":
                     since = moment
                 else:
@@ -64,7 +69,7 @@ def choose(query: Mapping[str, str], now: datetime) -> tuple[Chosen, list[str]]:
         if since > until:
             errors.append("since is later than until")
             since, until = now - RANGES[DEFAULT_RANGE], now
-    return Chosen(given, since, until, given["app"] or None, given["tool"] or None), errors
+    return Chosen(given, since, until, given["app"] or None, given["tool"] or None, tuple(notes)), errors
 
 
 def insights_context(stats: Stats) -> dict[str, Any]:
