@@ -20,6 +20,7 @@ from typing import Any
 from aai_gateway import executors
 from aai_gateway.config import Settings
 from aai_gateway.consent import Answer, Ask, ConsentGate, Question
+from aai_gateway.consent.launches import LaunchGate, asked_by
 from aai_gateway.descriptor import Binding, Descriptor, Tool
 from aai_gateway.descriptor.argument_check import ArgumentCheck
 from aai_gateway.descriptor.guide import guide
@@ -38,6 +39,7 @@ from aai_gateway.errors import (
 from aai_gateway.executors import Executor, ListsTools, ToolCall
 from aai_gateway.executors import Forwarded as Forwarded  # noqa: PLC0414 (re-exported: what the MCP layer passes on)
 from aai_gateway.history import HISTORY_FILE, HistoryStore, Recorder, Redactor, known_secrets
+from aai_gateway.library.install import approval_source
 from aai_gateway.relay import Relay
 from aai_gateway.spelling import Spelling, spelling
 from aai_gateway.telemetry import start as start_telemetry
@@ -168,9 +170,10 @@ class Gateway:
     def guide(self, app_id: str) -> str:
         return self.guide_of(self.app(app_id))
 
-    async def guide_live(self, app_id: str) -> str:
+    async def guide_live(self, app_id: str, caller: Caller | None = None) -> str:
         """`guide`, for an MCP server's app with the tools the server lists (started if need be)."""
-        return self.guide_of(await self.live(self.app(app_id)))
+        caller = caller or Caller(name="cli", transport="cli")
+        return self.guide_of(await asked_by(caller.name, caller.ask, self.live(self.app(app_id))))
 
     async def live(self, app: Descriptor) -> Descriptor:
         """`app` as served: an MCP server's app gets the server's tools (`tools/list`, kept until it changes)."""
@@ -280,7 +283,8 @@ class Gateway:
         late = time.monotonic() - caller.arrived if caller.arrived is not None else 0.0
         asked: list[str] = []  # how the consent question this call asked ended, if it asked one
         try:
-            result = await self._counted(self._call(app_id, tool_name, args, caller, late, asked=asked.append))
+            calling = self._call(app_id, tool_name, args, caller, late, asked=asked.append)
+            result = await self._counted(asked_by(caller.name, caller.ask, calling))
         except AaiError as exc:
             elapsed = _ms(started)
             _after_answer("call %s %s %s:%s failed %s in %.1f ms: %s", *where, exc.type, elapsed, exc.detail)
@@ -336,6 +340,13 @@ class Gateway:
     def consent(self) -> ConsentGate:
         """Consent decisions, rules and pending requests (the CLI and the web UI use it too)."""
         return ConsentGate(self.settings)
+
+    @cached_property
+    def launches(self) -> LaunchGate:
+        """The user's yes to the programs of MCP servers from a store or URL, asked for before they start."""
+        return LaunchGate(
+            self.consent.store, partial(approval_source, self.settings.aai_home), lambda: self.consent.ui_url
+        )
 
     async def _call(
         self,
@@ -473,6 +484,7 @@ class Gateway:
             executor = self._executors[backend] = created
             if isinstance(executor, ListsTools):
                 executor.tools_changed = self._tools_changed
+                executor.approve = self.launches.require
         return executor
 
     async def aclose(self) -> None:

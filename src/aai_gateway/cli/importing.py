@@ -14,6 +14,7 @@ from aai_gateway.cli.common import fail, settings_of
 if TYPE_CHECKING:
     from aai_gateway.authoring.mcp_clients import Problem
     from aai_gateway.authoring.mcp_import import Plan, Store
+    from aai_gateway.config import Settings
 
 _STATUS = {
     "new": ("new", "new"),
@@ -93,6 +94,7 @@ def import_servers(
     result = mcp_import.plan(found, settings.aai_home, env, mode, store, force=force, gateway_port=settings.http_port)
     if do_write:
         mcp_import.write(result, store)
+        _approve(result, settings)
     entries = {c: mcp_import.client_entry(c) for c in result.clients()}
     if as_json:
         report = _as_json(result, do_write, entries)
@@ -104,6 +106,20 @@ def import_servers(
         _print_unread(unread)
     if result.problems or any(p.status in ("differs", "failed") for p in result.servers):
         ctx.exit(1)
+
+
+def _approve(result: Plan, settings: Settings) -> None:
+    """The command lines written were shown in the dry run and are the user's own: approve them, so that one
+    replacing a store's descriptor of the same id starts without a question (see consent/launches.py)."""
+    from aai_gateway.consent import ConsentGate
+    from aai_gateway.consent.launches import launch_line
+
+    store = ConsentGate(settings).store
+    for planned in result.servers:
+        if planned.status in ("written", "overwritten", "unchanged"):
+            options = {k: v for k, v in planned.descriptor["execution"].items() if k != "type"}
+            line = launch_line(planned.app_id, options, planned.descriptor.get("auth"))
+            store.approve_server(planned.app_id, line.fingerprint, line.command_line(), source="import")
 
 
 def _secret_store(option: str | None) -> tuple[str, Store | None, str]:
@@ -133,6 +149,7 @@ def _print_unread(unread: list[tuple[str, Path]]) -> None:
 
 def _print(result: Plan, written: bool, entries: dict[str, str], why: str) -> None:
     from aai_gateway.authoring.mcp_clients import CLIENTS
+    from aai_gateway.consent.launches import launch_line
 
     if result.files:
         click.echo(f"Read {len(result.files)} file(s):")
@@ -153,6 +170,9 @@ def _print(result: Plan, written: bool, entries: dict[str, str], why: str) -> No
         else:
             args = [shown.get(f"args[{i}]", a) for i, a in enumerate(execution["args"])]
             click.echo(f"      stdio: {' '.join([execution['command'], *args])}")
+            added = launch_line(planned.app_id, execution).environment()
+            if added:
+                click.echo(f"      environment: {added}")
         froms = ", ".join(f"{CLIENTS[s.client]} ({s.name})" for s in planned.sources)
         click.echo(f"      from: {froms}")
         for moved in planned.moved:
@@ -196,6 +216,7 @@ def _print(result: Plan, written: bool, entries: dict[str, str], why: str) -> No
         click.echo("\n".join(f"    {line}" for line in entries[client].splitlines()))
     if not written and result.servers:
         click.echo("\nNothing was written: run again with --write.")
+        click.echo("The command lines it writes count as approved: they start on first use, unasked about the program.")
 
 
 def _as_json(result: Plan, written: bool, entries: dict[str, str]) -> dict[str, Any]:

@@ -145,7 +145,7 @@ def install(ctx: click.Context, what: str, force: bool) -> None:
     from aai_gateway.consent import ConsentGate
     from aai_gateway.consent.preview import report
     from aai_gateway.library.entries import Catalog
-    from aai_gateway.library.install import EditedFile, looks_like_file, looks_like_url, obtain
+    from aai_gateway.library.install import EditedFile, approval_source, looks_like_file, looks_like_url, obtain
     from aai_gateway.library.install import install as write
 
     settings = settings_of(ctx)
@@ -177,4 +177,5 @@ def install(ctx: click.Context, what: str, force: bool) -> None:
         click.echo(f"note: scanPaths ({shown}) does not hold {settings.aai_home}; add it so the gateway sees the app")
     elif done.outcome != "unchanged":
         click.echo("A running gateway picks it up by itself; agents see it on their next tools/list.")
-    click.echo("\n".join(report(ConsentGate(settings), app, settings.platform)))
+    origin = approval_source(settings.aai_home, app.app_id)
+    click.echo("\n".join(report(ConsentGate(settings), app, settings.platform, origin=origin)))

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from aai_gateway.authoring.describe import Described
     from aai_gateway.authoring.knowledge import Source
     from aai_gateway.consent import ConsentStore
+    from aai_gateway.consent.store import ServerApproval
 
 log = logging.getLogger("aai_gateway.scan")
 
@@ -896,6 +897,7 @@ def consent_list(ctx: click.Context, as_json: bool) -> None:
         data = {
             "decisions": [g.to_json() for g in decisions],
             "pending": [p.to_json() for p in pending],
+            "servers": [a.to_json() for a in store.servers()],
             "default": settings.consent_default,
             "readOnly": settings.consent_read_only,
             "rules": [
@@ -920,6 +922,12 @@ def consent_list(ctx: click.Context, as_json: bool) -> None:
         )
         click.echo(f"      approve: {command('allow', request.caller, request.app, request.tool)}")
     if not pending:
+        click.echo("  none")
+    servers = store.servers()
+    click.echo(f"\nApproved MCP server command lines ({len(servers)}):")
+    for approval in servers:
+        click.echo(f"  {approval.id}  {approval.app}: {approval.command}  ({approval.created}, {approval.source})")
+    if not servers:
         click.echo("  none")
     click.echo(
         f"\nPolicy: consent.default {settings.consent_default!r}, consent.readOnly {settings.consent_read_only!r}, "
@@ -982,40 +990,64 @@ def consent_deny(ctx: click.Context, app: str, caller: str | None, tool: str | N
 @click.option("--caller", help="The caller the decision names; none means the any-caller decision.")
 @click.option("--tool", help="The tool the decision names; none means the whole-app decision.")
 @click.option("--id", "grant_id", help="The decision's id, as `consent list` shows it.")
-@click.option("--all", "every", is_flag=True, help="Every decision about APP, whatever caller or tool it names.")
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Every decision about APP, whatever caller or tool it names, and its server's approval.",
+)
+@click.option("--server", is_flag=True, help="The approval of the command line APP's MCP server starts with.")
 @click.pass_context
 def consent_revoke(
-    ctx: click.Context, app: str | None, caller: str | None, tool: str | None, grant_id: str | None, every: bool
+    ctx: click.Context,
+    app: str | None,
+    caller: str | None,
+    tool: str | None,
+    grant_id: str | None,
+    every: bool,
+    server: bool,
 ) -> None:
-    """Remove a decision: by --id, by the same APP, --caller and --tool it was made with, or --all of APP's.
+    """Remove a decision: by --id, by the same APP, --caller and --tool it was made with, or --all of APP's;
+    with --server, the approval of APP's server command line (it is then not started until approved again).
 
     The next call of that caller to that app is asked again (or follows the config's rules).
     """
     store = _consent_store(ctx)
+    approvals: list[ServerApproval] = []
     if grant_id is not None:
         if app is not None or caller is not None or tool is not None or every:
             raise click.UsageError("give either --id or APP [--caller] [--tool] [--all], not both")
         removed = store.revoke_id(grant_id)
+        approvals = store.revoke_server_id(grant_id)
     elif app is None:
         raise click.UsageError("give APP (with --caller, --tool or --all) or --id")
     elif every:
         if caller is not None or tool is not None:
             raise click.UsageError("--all removes every decision about APP; leave out --caller and --tool")
         removed = store.revoke_all(app)
+        approvals = store.revoke_server(app)
+    elif server:
+        if caller is not None or tool is not None:
+            raise click.UsageError("--server removes the approval of APP's command line; leave out --caller and --tool")
+        removed, approvals = [], store.revoke_server(app)
     else:
         removed = store.revoke(app, caller, tool)
     for grant in removed:
         click.echo(f"Revoked {grant.id}: {grant.decision} {grant.scope}.")
-    if not removed:
+    for approval in approvals:
+        click.echo(f"Revoked {approval.id}: the approval of {approval.app}'s command line ({approval.command}).")
+    if not removed and not approvals:
         fail("no stored decision matches; `aai-gateway consent list` shows them with their ids", 1)
 
 
+from aai_gateway.cli.approvals import allow_server  # noqa: E402 - consent's subcommand, in a module of its own
 from aai_gateway.cli.export import export  # noqa: E402 - the history's subcommand, in a module of its own
 from aai_gateway.cli.importing import import_servers  # noqa: E402
 from aai_gateway.cli.library import install, library  # noqa: E402 (commands kept in their own module)
 from aai_gateway.cli.stats import stats  # noqa: E402 - a command group of its own
 
 history.add_command(export)
+consent.add_command(allow_server)
 main.add_command(stats)
 main.add_command(import_servers)
 main.add_command(library)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aai_gateway.config import Settings
-from aai_gateway.consent.policy import Answer, Grant, Verdict, decide
+from aai_gateway.consent.policy import ANSWER_TITLES, Answer, Grant, Verdict, decide
 from aai_gateway.consent.store import ConsentStore
 from aai_gateway.consent.summary import as_text, safe, summarize
 from aai_gateway.descriptor import Descriptor, Tool
@@ -33,8 +33,17 @@ class Question:
     description: str
     arguments: tuple[tuple[str, str], ...]
     destructive: bool = False
+    text: str = ""
+    """the whole question, when it is not about running a tool (starting an MCP server)"""
+    choices: tuple[tuple[Answer, str], ...] = ()
+    """the answers offered with their titles, when not every one of `ANSWER_TITLES`"""
+
+    def titles(self) -> dict[Answer, str]:
+        return dict(self.choices) if self.choices else ANSWER_TITLES
 
     def message(self) -> str:
+        if self.text:
+            return self.text
         lines = [
             f'"{safe(self.caller)}" wants to run {safe(self.tool)} of {safe(self.app_name)} ({safe(self.app)}).',
             f"Arguments: {as_text(self.arguments)}",

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aai_gateway.consent.gate import ConsentGate
+from aai_gateway.consent.launches import approve_command, launch_line
 from aai_gateway.consent.policy import Mode
-from aai_gateway.descriptor import Descriptor, Tool
+from aai_gateway.descriptor import Binding, Descriptor, Tool
 
 ANY_CALLER = "*"
 """Stands for a client with no decision or rule of its own; rules naming a caller do not apply to it."""
@@ -43,8 +44,12 @@ HEADINGS: dict[Mode, str] = {
 }
 
 
-def report(gate: ConsentGate, app: Descriptor, platform: str) -> list[str]:
-    """Lines saying what an agent can now do with `app` and what consent will ask, for people to read."""
+def report(gate: ConsentGate, app: Descriptor, platform: str, *, origin: str | None = None) -> list[str]:
+    """Lines saying what an agent can now do with `app` and what consent will ask, for people to read.
+
+    `origin`: where `app` was installed from, when that calls for the user's yes to the program it runs."""
+    if app.mcp is not None:
+        return server_report(gate, app, app.mcp, origin)
     previews = preview(gate, app, platform)
     if not previews:
         served = ", ".join(app.bindings)
@@ -64,4 +69,27 @@ def report(gate: ConsentGate, app: Descriptor, platform: str) -> list[str]:
         lines.append(
             "  Tools marked destructive are asked about one by one: allowing every tool of the app does not cover them."
         )
+    return lines
+
+
+def server_report(gate: ConsentGate, app: Descriptor, binding: Binding, origin: str | None) -> list[str]:
+    """What an MCP server's app runs on this machine, and when agents can use it."""
+    line = launch_line(app.app_id, binding.options, binding.auth)
+    runs = "runs this program on this machine" if line.program else "reaches this server"
+    lines = [f"{app.name} is an MCP server; the gateway {runs}:", *(f"  {part}" for part in line.lines())]
+    tools = "its tools are the server's own, listed once it starts"
+    if origin is not None and not gate.store.server_approved(app.app_id, line.fingerprint):
+        lines.append(
+            f"Agents see {app.app_id} among the apps now, but it does not start until you approve this command "
+            f"line: `{approve_command(app.app_id)}`, or answer the question an agent's client puts when it first "
+            f"needs the server; {tools}."
+        )
+    else:
+        lines.append(
+            f"Agents see {app.app_id} now, and it starts when one first asks for its guide or calls it; {tools}."
+        )
+    verdict = gate.verdict(ANY_CALLER, app.app_id, "")
+    lines.append(
+        f"Consent for its tools, for a client without a decision of its own: {HEADINGS[verdict.mode]} ({verdict.why})."
+    )
     return lines

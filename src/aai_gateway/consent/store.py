@@ -36,9 +36,44 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
+class ServerApproval:
+    """The user's yes to one command line of an MCP server's app (see `consent.launches`)."""
+
+    id: str
+    app: str
+    fingerprint: str
+    command: str
+    """the command line as the user was shown it (secrets masked), for `consent list`"""
+    created: str = ""
+    source: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "app": self.app,
+            "fingerprint": self.fingerprint,
+            "command": self.command,
+            "created": self.created,
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ServerApproval:
+        return cls(
+            id=str(data["id"]),
+            app=str(data["app"]),
+            fingerprint=str(data["fingerprint"]),
+            command=str(data.get("command", "")),
+            created=str(data.get("created", "")),
+            source=str(data.get("source", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class State:
     decisions: tuple[Grant, ...] = ()
     pending: tuple[PendingRequest, ...] = ()
+    servers: tuple[ServerApproval, ...] = ()
 
 
 class ConsentStore:
@@ -62,6 +97,25 @@ class ConsentStore:
 
     def pending(self) -> tuple[PendingRequest, ...]:
         return pending_requests.fresh(self.state().pending, _now())
+
+    def servers(self) -> tuple[ServerApproval, ...]:
+        return self.state().servers
+
+    def server_approved(self, app: str, fingerprint: str) -> bool:
+        return any(a.app == app and a.fingerprint == fingerprint for a in self.servers())
+
+    def approve_server(self, app: str, fingerprint: str, command: str, *, source: str = "cli") -> ServerApproval:
+        """Approve this command line of `app`'s server; it replaces the app's earlier approval."""
+        approval = ServerApproval(_new_id(), app, fingerprint, command, _stamp(), source)
+
+        def change(state: State) -> tuple[State, ServerApproval]:
+            kept = tuple(a for a in state.servers if a.app != app)
+            return replace(state, servers=(*kept, approval)), approval
+
+        return self._mutate(change)
+
+    def revoke_server(self, app: str) -> list[ServerApproval]:
+        return self._remove_servers(lambda a: a.app == app)
 
     def pending_request(self, request_id: str) -> PendingRequest | None:
         return next((p for p in self.pending() if p.id == request_id), None)
@@ -95,6 +149,9 @@ class ConsentStore:
 
     def revoke_id(self, grant_id: str) -> list[Grant]:
         return self._remove(lambda g: g.id == grant_id)
+
+    def revoke_server_id(self, approval_id: str) -> list[ServerApproval]:
+        return self._remove_servers(lambda a: a.id == approval_id)
 
     def revoke_all(self, app: str) -> list[Grant]:
         """Remove every decision about `app`, whoever and whichever tool it names."""
@@ -151,6 +208,13 @@ class ConsentStore:
 
         return self._mutate(change)
 
+    def _remove_servers(self, chosen: Callable[[ServerApproval], bool]) -> list[ServerApproval]:
+        def change(state: State) -> tuple[State, list[ServerApproval]]:
+            removed = [a for a in state.servers if chosen(a)]
+            return replace(state, servers=tuple(a for a in state.servers if not chosen(a))), removed
+
+        return self._mutate(change)
+
     def _mutate(self, change: Callable[[State], tuple[State, T]]) -> T:
         with self._locked():
             current, damaged = self._read()
@@ -200,6 +264,7 @@ class ConsentStore:
             "version": VERSION,
             "decisions": [g.to_json() for g in state.decisions],
             "pending": [p.to_json() for p in state.pending],
+            "servers": [a.to_json() for a in state.servers],
         }
         text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
         temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
@@ -233,7 +298,7 @@ def _with_grant(state: State, grant: Grant) -> State:
     decisions = state.decisions
     if not grant.once:
         decisions = tuple(g for g in decisions if g.once or not g.same_keys(grant.caller, grant.app, grant.tool))
-    return State((*decisions, grant), pending_requests.covered(state.pending, grant))
+    return replace(state, decisions=(*decisions, grant), pending=pending_requests.covered(state.pending, grant))
 
 
 def grant_from(data: dict[str, Any]) -> Grant:
@@ -259,6 +324,7 @@ def _state_from(data: Any) -> State:
     return State(
         decisions=tuple(grant_from(g) for g in data.get("decisions", [])),
         pending=tuple(PendingRequest.from_json(p) for p in data.get("pending", [])),
+        servers=tuple(ServerApproval.from_json(a) for a in data.get("servers", [])),
     )
 
 

@@ -7,7 +7,7 @@ edge, and it never blocks the event loop: blocking work goes to a thread, always
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Awaitable, Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -42,12 +42,18 @@ class Forwarded(dict[str, Any]):
     on to the caller unchanged, and recorded in the history as this JSON."""
 
 
+Approve = Callable[[Descriptor, Binding], Awaitable[None]]
+"""Awaited before an app's server is started or used; raises an `AaiError` when it may not be."""
+
+
 @runtime_checkable
 class ListsTools(Protocol):
     """An executor whose apps' tools come from the app itself at run time (an MCP server's `tools/list`)."""
 
     tools_changed: Callable[[str], None] | None
     """Told the app id when the app says its tools changed."""
+    approve: Approve | None
+    """The user's yes to the program an app runs, asked for before it starts (see `consent.launches`)."""
 
     async def live_tools(self, app: Descriptor, binding: Binding, timeout: float) -> tuple[Tool, ...]: ...
 

@@ -15,8 +15,8 @@ from collections.abc import Callable, Set
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Binding, Descriptor, Tool
 from aai_gateway.descriptor.argument_check import result_problem
-from aai_gateway.errors import AutomationFailed
-from aai_gateway.executors.base import Forwarded, ToolCall
+from aai_gateway.errors import AaiError, AutomationFailed
+from aai_gateway.executors.base import Approve, Forwarded, ToolCall
 from aai_gateway.executors.mcp_launch import launch_of
 from aai_gateway.executors.mcp_tools import SERVER_NAME, gateway_tools
 from aai_gateway.mcp_client import Server, ServerStatus
@@ -31,8 +31,17 @@ class McpExecutor:
         self._lock = asyncio.Lock()
         self.tools_changed: Callable[[str], None] | None = None
         """Told the app id whenever a server says its tool list changed."""
+        self.approve: Approve | None = None
+        """Awaited before every use of a server, so that none starts (for a guide, a call or anything else)
+        without the user's yes to its command line; a revoked approval stops the next use."""
 
     async def _server(self, app: Descriptor, binding: Binding) -> Server:
+        if self.approve is not None:
+            try:
+                await self.approve(app, binding)  # outside the lock: it may wait for the user's answer
+            except AaiError:
+                await self._stop(app.app_id)  # one started under an approval since withdrawn, or an older line
+                raise
         fingerprint = json.dumps([binding.options, binding.auth], sort_keys=True, default=str)
         async with self._lock:
             known = self._servers.get(app.app_id)
@@ -44,6 +53,13 @@ class McpExecutor:
             server = Server(await launch_of(app, binding, self.settings), self._changed)
             self._servers[app.app_id] = (fingerprint, server)
             return server
+
+    async def _stop(self, app_id: str) -> None:
+        async with self._lock:
+            known = self._servers.pop(app_id, None)
+        if known is not None:
+            log.info("%s: its command line is not approved (any more); stopping its server", app_id)
+            await known[1].aclose()
 
     def _changed(self, app_id: str) -> None:
         if self.tools_changed is not None:

@@ -26,6 +26,7 @@ from aai_gateway.library.search import near
 from aai_gateway.library.store import Fetch, fetch_descriptor, sha256
 
 RECORD = "installed.json"
+LIBRARY_SOURCE = "the library"
 BACKUP = "aai.json.bak"
 """The first backup's name; later ones are numbered."""
 Outcome = Literal["installed", "updated", "unchanged", "replaced"]
@@ -122,6 +123,16 @@ def _write_records(aai_home: Path, records: dict[str, dict[str, Any]]) -> None:
     paths.write_atomic(aai_home / RECORD, text.encode())
 
 
+def approval_source(aai_home: Path, app_id: str) -> str | None:
+    """Where `app_id`'s descriptor was installed from, when that calls for the user's yes to the program it
+    runs (a store, a URL, the library); None for a file the user installed, wrote or imported."""
+    record = read_records(aai_home).get(app_id)
+    source = record.get("source") if record is not None else None
+    if isinstance(source, str) and (looks_like_url(source) or source.startswith(LIBRARY_SOURCE)):
+        return source
+    return None
+
+
 def looks_like_url(text: str) -> bool:
     return text.lower().startswith(("https://", "http://"))
 
@@ -153,7 +164,7 @@ async def obtain(what: str, catalog: Catalog, fetch: Fetch, max_bytes: int) -> t
         raise AppNotFound(f"the library has no entry {what!r}{hint} (`aai-gateway library WORD` searches it)")
     if entry.bundled:
         assert entry.data is not None
-        return entry.data, f"the library (entry {entry.app_id} {entry.version})"
+        return entry.data, f"{LIBRARY_SOURCE} (entry {entry.app_id} {entry.version})"
     data = await fetch_descriptor(entry, fetch, max_bytes)
     app, _ = check(data, str(entry.descriptor_url))
     if app.app_id != entry.app_id:

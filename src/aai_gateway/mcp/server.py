@@ -41,17 +41,23 @@ log = logging.getLogger(__name__)
 
 DESCRIPTOR_MIME = "application/aai+json"
 APP_TEMPLATE = APP_PREFIX + "{appId}"
-CONSENT_FORM: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "decision": {
-            "type": "string",
-            "title": "Allow this?",
-            "oneOf": [{"const": answer.value, "title": title} for answer, title in ANSWER_TITLES.items()],
-        }
-    },
-    "required": ["decision"],
-}
+
+
+def consent_form(titles: Mapping[Answer, str] = ANSWER_TITLES) -> dict[str, Any]:
+    """The form a consent question is put with: one choice among the answers offered."""
+    return {
+        "type": "object",
+        "properties": {
+            "decision": {
+                "type": "string",
+                "title": "Allow this?",
+                "oneOf": [{"const": answer.value, "title": title} for answer, title in titles.items()],
+            }
+        },
+        "required": ["decision"],
+    }
+
+
 ASK_TIMEOUT = 300.0
 """Seconds the user has to answer a consent question; then the call answers CONSENT_REQUIRED."""
 STREAM_WAIT = 3.0
@@ -180,7 +186,7 @@ class GatewayServer:
         if meta and self.gateway.telemetry is not None:
             caller = replace(caller, trace=meta)
         if target.kind == "guide":
-            return _text(await self.gateway.guide_live(target.app_id))
+            return _text(await self.gateway.guide_live(target.app_id, caller))
         if target.kind == "exec":
             app, tool, args = _exec_arguments(arguments, self.names.exec)
             return _result(await self.gateway.call(app, tool, args, caller))
@@ -320,7 +326,8 @@ def _asker(ctx: ServerRequestContext[Any]) -> Ask | None:
     related = ctx.request_id if session.can_send_request else None
 
     def elicit(question: Question) -> Awaitable[types.ElicitResult]:
-        return session.elicit_form(question.message(), CONSENT_FORM, related_request_id=related)
+        form = consent_form(question.titles())
+        return session.elicit_form(question.message(), form, related_request_id=related)
 
     return _form_asker(session.client_capabilities, elicit, session.send_ping if related is None else None)
 
@@ -331,7 +338,8 @@ def asker_on(connection: Connection, standalone: bool = False) -> Ask | None:
     params = connection.client_params
 
     def elicit(question: Question) -> Awaitable[types.ElicitResult]:
-        form = types.ElicitRequestFormParams(message=question.message(), requested_schema=CONSENT_FORM)
+        schema = consent_form(question.titles())
+        form = types.ElicitRequestFormParams(message=question.message(), requested_schema=schema)
         return connection.send_request(types.ElicitRequest(params=form))
 
     capabilities = params.capabilities if params is not None else None

@@ -50,6 +50,7 @@ def build_ui(gateway: Gateway, access: Access, host: str, port: int, rescan: Res
             Route("/consent", pages.consent),
             Route("/consent/decide", pages.decide, methods=["POST"]),
             Route("/consent/revoke", pages.revoke, methods=["POST"]),
+            Route("/consent/server", pages.approve_server, methods=["POST"]),
             Route("/settings", pages.settings),
             Route("/rescan", pages.rescan, methods=["POST"]),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

@@ -16,6 +16,8 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 
 from aai_gateway.config import Settings, config_value, setting_fields, source_text
 from aai_gateway.consent import ANSWER_TITLES, Answer
+from aai_gateway.consent.launches import LaunchLine
+from aai_gateway.descriptor import Descriptor
 from aai_gateway.errors import AaiError
 from aai_gateway.history import STATUSES, HistoryUnavailable, parse_time
 from aai_gateway.history.export import FORMATS, MEDIA_TYPES, lines
@@ -180,7 +182,8 @@ class Pages:
         except (installing.EditedFile, OSError) as exc:
             return await self.apps(request, f"{app_id} was not installed: {exc}", status=409)
         await self.rescan_apps()
-        lines = consent_report(self.gateway.consent, done.app, self.gateway.platform)
+        origin = installing.approval_source(settings.aai_home, done.app.app_id)
+        lines = consent_report(self.gateway.consent, done.app, self.gateway.platform, origin=origin)
         said = "is already installed" if done.outcome == "unchanged" else f"was {done.outcome}"
         return await self.apps(request, f"{done.app.name} ({done.app.app_id}) {said}: {done.path}", tuple(lines))
 
@@ -314,12 +317,16 @@ class Pages:
         store = self.gateway.consent.store
         pending = await run_in_threadpool(store.pending)
         decisions = await run_in_threadpool(store.decisions)
+        servers = await run_in_threadpool(store.servers)
+        waiting = await run_in_threadpool(self._waiting_servers)
         return self.render(
             request,
             "consent.html",
             status,
             pending=pending,
             decisions=decisions,
+            servers=servers,
+            waiting=waiting,
             answers=list(ANSWER_TITLES.items()),
             message=message,
         )
@@ -339,12 +346,38 @@ class Pages:
     async def revoke(self, request: Request) -> Response:
         form = await request.form(max_fields=10)
         grant_id = form.get("grant")
-        removed = (
-            await run_in_threadpool(self.gateway.consent.store.revoke_id, grant_id) if isinstance(grant_id, str) else []
-        )
+        store = self.gateway.consent.store
+        removed = await run_in_threadpool(store.revoke_id, grant_id) if isinstance(grant_id, str) else []
+        if not removed and isinstance(grant_id, str):
+            approvals = await run_in_threadpool(store.revoke_server_id, grant_id)
+            if approvals:
+                return await self.consent(request, f"Revoked the approval of {approvals[0].app}'s command line.")
         if not removed:
             return await self.consent(request, "That decision is no longer kept.", 404)
         return await self.consent(request, f"Revoked the decision about {removed[0].app}.")
+
+    def _waiting_servers(self) -> list[tuple[Descriptor, LaunchLine, str]]:
+        """The MCP servers that start only once the user approves their command line, with where they came from."""
+        found = []
+        for app in self.gateway.apps():
+            waiting = self.gateway.launches.waiting(app.app_id, app.mcp.options, app.mcp.auth) if app.mcp else None
+            if waiting is not None:
+                found.append((app, *waiting))
+        return found
+
+    async def approve_server(self, request: Request) -> Response:
+        """Approve the command line the page showed; one changed since is shown again instead."""
+        form = await request.form(max_fields=10)
+        app_id, shown = form.get("app"), form.get("fingerprint")
+        waiting = {app.app_id: line for app, line, _ in await run_in_threadpool(self._waiting_servers)}
+        line = waiting.get(app_id) if isinstance(app_id, str) else None
+        if line is None:
+            return await self.consent(request, "That server is not waiting for an approval.", 404)
+        if line.fingerprint != shown:
+            return await self.consent(request, f"The command line of {line.app} changed; look at it again.", 409)
+        store = self.gateway.consent.store
+        await run_in_threadpool(store.approve_server, line.app, line.fingerprint, line.command_line(), source="ui")
+        return await self.consent(request, f"Approved the command line of {line.app}: agents can now start it.")
 
     async def rescan(self, request: Request) -> Response:
         changed = await self.rescan_apps()
