@@ -13,7 +13,7 @@ from aai_gateway.cli.common import fail, settings_of
 
 if TYPE_CHECKING:
     from aai_gateway.authoring.mcp_clients import Problem
-    from aai_gateway.authoring.mcp_import import Plan, Store
+    from aai_gateway.authoring.mcp_import import Plan, Planned, Store
     from aai_gateway.config import Settings
 
 _STATUS = {
@@ -149,7 +149,6 @@ def _print_unread(unread: list[tuple[str, Path]]) -> None:
 
 def _print(result: Plan, written: bool, entries: dict[str, str], why: str) -> None:
     from aai_gateway.authoring.mcp_clients import CLIENTS
-    from aai_gateway.consent.launches import launch_line
 
     if result.files:
         click.echo(f"Read {len(result.files)} file(s):")
@@ -161,28 +160,7 @@ def _print(result: Plan, written: bool, entries: dict[str, str], why: str) -> No
         verb = "Descriptors" if written else "Would write (a dry run; --write writes)"
         click.echo(f"\n{verb}:")
     for planned in result.servers:
-        status = _STATUS[planned.status][1 if written else 0]
-        click.echo(f"  {planned.app_id}  {planned.path}  [{status}]")
-        execution = planned.descriptor["execution"]
-        shown = {m.place: m.shown for m in planned.moved}  # secrets masked, references by name
-        if "url" in execution:
-            click.echo(f"      streamable HTTP: {shown.get('url', execution['url'])}")
-        else:
-            args = [shown.get(f"args[{i}]", a) for i, a in enumerate(execution["args"])]
-            click.echo(f"      stdio: {' '.join([execution['command'], *args])}")
-            added = launch_line(planned.app_id, execution).environment()
-            if added:
-                click.echo(f"      environment: {added}")
-        froms = ", ".join(f"{CLIENTS[s.client]} ({s.name})" for s in planned.sources)
-        click.echo(f"      from: {froms}")
-        for moved in planned.moved:
-            where = f"keyring item {moved.key}" if moved.to == "keyring" else f"environment variable {moved.key}"
-            value = f" ({moved.shown})" if moved.place.startswith(("args", "url")) else ""
-            click.echo(f"      {moved.place}{value} → {where}")
-        for note in planned.notes:
-            click.echo(f"      note: {note}")
-        if planned.backup is not None:
-            click.echo(f"      the old one is kept in {planned.backup}")
+        _print_server(planned, written)
     if why:
         click.echo(f"\nNote: {why}.")
     variables = result.variables()
@@ -217,6 +195,34 @@ def _print(result: Plan, written: bool, entries: dict[str, str], why: str) -> No
     if not written and result.servers:
         click.echo("\nNothing was written: run again with --write.")
         click.echo("The command lines it writes count as approved: they start on first use, unasked about the program.")
+
+
+def _print_server(planned: Planned, written: bool) -> None:
+    from aai_gateway.authoring.mcp_clients import CLIENTS
+    from aai_gateway.consent.launches import launch_line
+
+    status = _STATUS[planned.status][1 if written else 0]
+    click.echo(f"  {planned.app_id}  {planned.path}  [{status}]")
+    execution = planned.descriptor["execution"]
+    shown = {m.place: m.shown for m in planned.moved}  # secrets masked, references by name
+    if "url" in execution:
+        click.echo(f"      streamable HTTP: {shown.get('url', execution['url'])}")
+    else:
+        args = [shown.get(f"args[{i}]", a) for i, a in enumerate(execution["args"])]
+        click.echo(f"      stdio: {' '.join([execution['command'], *args])}")
+        added = launch_line(planned.app_id, execution).environment()
+        if added:
+            click.echo(f"      environment: {added}")
+    froms = ", ".join(f"{CLIENTS[s.client]} ({s.name})" for s in planned.sources)
+    click.echo(f"      from: {froms}")
+    for moved in planned.moved:
+        where = f"keyring item {moved.key}" if moved.to == "keyring" else f"environment variable {moved.key}"
+        value = f" ({moved.shown})" if moved.place.startswith(("args", "url")) else ""
+        click.echo(f"      {moved.place}{value} → {where}")
+    for note in planned.notes:
+        click.echo(f"      note: {note}")
+    if planned.backup is not None:
+        click.echo(f"      the old one is kept in {planned.backup}")
 
 
 def _as_json(result: Plan, written: bool, entries: dict[str, str]) -> dict[str, Any]:
