@@ -1014,9 +1014,12 @@ from aai_gateway.cli.export import export  # noqa: E402 - the history's subcomma
 from aai_gateway.cli.importing import import_servers  # noqa: E402
 from aai_gateway.cli.library import install, library  # noqa: E402 (commands kept in their own module)
 from aai_gateway.cli.stats import stats  # noqa: E402 - a command group of its own
+from aai_gateway.cli.updates import outdated, update  # noqa: E402
 
 history.add_command(export)
 main.add_command(stats)
 main.add_command(import_servers)
 main.add_command(library)
 main.add_command(install)
+main.add_command(outdated)
+main.add_command(update)
