@@ -43,7 +43,7 @@ def load_catalog(settings: Settings) -> Catalog:
     "--publish",
     type=click.Path(path_type=Path, file_okay=False),
     metavar="DIR",
-    help="Write the bundled library as a store (index.json and apps/<appId>/aai.json) into DIR.",
+    help="Write the bundled library as a store (index.json, apps/<appId>/aai.json) and its HTML showcase into DIR.",
 )
 @click.option("--name", default="aai-gateway library", show_default=True, help="With --publish: the store's name.")
 @click.pass_context
@@ -154,15 +154,17 @@ def _entry_lines(entry: Entry, found: Found, settings: Settings, rates: SuccessR
 
 
 def _publish(catalog: Catalog, folder: Path, name: str) -> None:
+    from aai_gateway.library import showcase
     from aai_gateway.library.store import publish
 
     try:
         index = publish(catalog.entries, folder, name)
+        pages = showcase.write(catalog.entries, folder, name)
     except OSError as exc:
         fail(f"cannot write the store into {folder}: {exc.strerror or exc}", 1)
     click.echo(
-        f"wrote {index} and {len(catalog.entries)} descriptors; serve {folder} over https and add the "
-        f"index's URL to storeUrls",
+        f"wrote {index}, {len(catalog.entries)} descriptors and a showcase of {len(pages)} pages "
+        f"({folder / 'index.html'}); serve {folder} over https and add the index's URL to storeUrls",
         err=True,
     )
 
