@@ -148,3 +148,15 @@ def test_an_mcp_server_shows_its_program_before_it_is_installed(ui: Ui) -> None:
     assert done.status_code == 200, done.text
     assert f"({SERVER}) was installed: {target}" in text(done)
     assert target.is_file()
+
+
+def test_an_app_that_cannot_run_here_says_why_once(ui: Ui, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=/nonexistent/aai-test-system-bus")
+    ui.login()
+    page = text(ui.client.get(LIBRARY, params={"q": "Rechnername"}))
+    entry = page[page.index('id="entry-org.freedesktop.hostname1"') :]
+    assert "not installed; cannot run here: its system bus cannot be reached" in entry
+    assert page.count("/nonexistent/aai-test-system-bus") == 1
+    assert '<p class="warning bus-problem">1 entry cannot run here: the system bus could not be asked: ' in page
+    apps = text(ui.client.get(f"{UI_PATH}/apps"))
+    assert "cannot run here: its system bus cannot be reached" in apps

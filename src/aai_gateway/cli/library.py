@@ -53,8 +53,10 @@ def library(
     """List the library's entries (bundled, and those of the stores in storeUrls), or those matching WORD.
 
     WORD matches names in every language, aliases, tool names and descriptions, ignoring case and
-    accents. Each entry shows its verification level, whether the app is on this machine (a running or
-    activatable bus name, a command on PATH), and where it comes from. `aai-gateway install ID` installs one.
+    accents. Each entry says whether it is installed, and whether its app is running, on this machine
+    (an activatable bus name, a command on PATH), not here, or cannot run here and why (a bus that
+    cannot be reached is said once, below the list); then its verification level, category, source,
+    a store's rating, and how its calls went in the last 30 days. `aai-gateway install ID` installs one.
     """
     from aai_gateway.library import entries as bundled_entries
 
