@@ -5,11 +5,8 @@ of the last 30 days went."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from datetime import timedelta
-from functools import partial
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +15,7 @@ import pytest
 from aai_gateway.history import HISTORY_FILE, HistoryStore, Record
 from aai_gateway.history.record import now
 from aai_gateway.library.store import parse_index, publish
-from tests.library.test_store import Quiet, add_entry, cli, home_with
+from tests.library.test_store import add_entry, cli, home_with, served
 from tests.support import TEST_APPS
 
 DBUS = "org.freedesktop.dbus"
@@ -104,15 +101,8 @@ def rated_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "category": "Developer",
     }
     (root / "index.json").write_text(json.dumps(doc))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/index.json"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with served(root) as base:
+        yield f"{base}/index.json"
 
 
 def record(number: int, tool: str, ok: bool, days_ago: float = 1) -> Record:

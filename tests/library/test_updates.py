@@ -4,17 +4,14 @@ HTTP, and a newer bundled version (an installed older copy stands for what a pac
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from functools import partial
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from aai_gateway.library.entries import bundled
 from aai_gateway.library.store import publish
-from tests.library.test_store import Quiet, add_entry, cli, home_with
+from tests.library.test_store import add_entry, cli, home_with, served
 
 DBUS = "org.freedesktop.dbus"
 HOSTNAME = "org.freedesktop.hostname1"
@@ -41,15 +38,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     del tools[2]  # name_has_owner
     doc["version"] = "2.0.0"
     add_entry(root, DBUS, json.dumps(doc).encode(), version="2.0.0")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/index.json"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with served(root) as base:
+        yield f"{base}/index.json"
 
 
 def test_a_newer_store_version_is_listed_and_updated_with_its_tool_changes(tmp_path: Path, store: str) -> None:

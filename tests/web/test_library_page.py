@@ -5,11 +5,8 @@ success of recent calls. The store is served over loopback HTTP."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from functools import partial
 from html import unescape
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -19,7 +16,7 @@ from aai_gateway.library.install import install
 from aai_gateway.library.store import publish
 from aai_gateway.web import UI_PATH
 from tests.library.test_listing import record
-from tests.library.test_store import Quiet, add_entry
+from tests.library.test_store import add_entry, served
 from tests.mcpservers.servers import descriptor
 from tests.web.ui_support import ORIGIN, Ui, make_ui
 
@@ -51,15 +48,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         if listed["id"] == SERVER:
             listed |= {"rating": {"average": 3.5, "count": 4}, "reviewsUrl": "https://reviews.example/demo"}
     (root / "index.json").write_text(json.dumps(doc))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/index.json"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with served(root) as base:
+        yield f"{base}/index.json"
 
 
 @pytest.fixture

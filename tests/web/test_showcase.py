@@ -5,12 +5,9 @@ store's hostile text is shown as text."""
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterator
 from dataclasses import replace
-from functools import partial
 from html import unescape
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -18,7 +15,7 @@ from playwright.sync_api import Browser, Dialog, Page, expect
 
 from aai_gateway.library import showcase
 from aai_gateway.library.entries import Rating, bundled
-from tests.library.test_store import Quiet, cli, home_with
+from tests.library.test_store import cli, home_with, served
 from tests.web.test_browser import CHROMIUM, browser, shot
 from tests.web.ui_support import HOSTILE, SCRIPT
 
@@ -33,18 +30,11 @@ HANDLER = re.compile(r"<[^>]*\son[a-z]+\s*=", re.IGNORECASE)
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+def store(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     root = tmp_path / "store"
     root.mkdir()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield root, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with served(root) as base:
+        yield root, base
 
 
 def no_script_runs(page: Page, dialogs: list[Dialog]) -> None:
@@ -53,9 +43,9 @@ def no_script_runs(page: Page, dialogs: list[Dialog]) -> None:
 
 
 def test_the_published_showcase_renders_links_and_runs_nothing(
-    tmp_path: Path, served: tuple[Path, str], browser: Browser
+    tmp_path: Path, store: tuple[Path, str], browser: Browser
 ) -> None:
-    root, base = served
+    root, base = store
     done = cli(home_with(tmp_path, []), "library", "--publish", str(root), "--name", "Team store")
     assert done.returncode == 0, done.stderr
     assert f"showcase of {len(bundled().entries) + 1} pages ({root / 'index.html'})" in done.stderr
@@ -101,8 +91,8 @@ def test_the_published_showcase_renders_links_and_runs_nothing(
 
 
 @pytest.mark.hostile("store")
-def test_hostile_text_in_an_entry_is_shown_as_text(served: tuple[Path, str], browser: Browser) -> None:
-    root, base = served
+def test_hostile_text_in_an_entry_is_shown_as_text(store: tuple[Path, str], browser: Browser) -> None:
+    root, base = store
     entry = bundled().get(DBUS)
     assert entry is not None
     hostile = replace(
