@@ -73,6 +73,7 @@ def index(*entries: dict[str, Any]) -> bytes:
         ({"reviewsUrl": "http://reviews.example/echo"}, "/reviewsUrl"),
         ({"reviewsUrl": "javascript:alert(1)"}, "/reviewsUrl"),
         ({"reviewsUrl": "https://x.example/a b"}, "/reviewsUrl"),
+        ({"reviewsUrl": "https://x.example/a\n"}, "/reviewsUrl"),
     ],
 )
 def test_a_bad_rating_or_reviews_url_leaves_the_entry_out(fields: dict[str, Any], says: str) -> None:
