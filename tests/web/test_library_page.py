@@ -150,3 +150,15 @@ def test_an_app_that_cannot_run_here_says_why_once(ui: Ui, monkeypatch: pytest.M
     assert '<p class="warning bus-problem">1 entry cannot run here: the system bus could not be asked: ' in page
     apps = text(ui.client.get(f"{UI_PATH}/apps"))
     assert "cannot run here: its system bus cannot be reached" in apps
+
+
+def test_the_apps_page_points_an_outdated_app_at_its_update(ui: Ui) -> None:
+    entry = bundled().get(DBUS)
+    assert entry is not None
+    assert entry.data is not None
+    install(entry.data, "the library", ui.gateway.settings.aai_home)
+    ui.gateway.rescan()
+    ui.login()
+    page = text(ui.client.get(f"{UI_PATH}/apps"))
+    link = f'data-update-available="{DBUS}" href="{LIBRARY}?q={DBUS}#entry-{DBUS}">'
+    assert f"{link}update available: 1.0.0 → 2.0.0" in page

@@ -124,10 +124,12 @@ class Pages:
     ) -> Response:
         from aai_gateway.library import presence  # noqa: PLC0415 (the library loads when a page shows it)
         from aai_gateway.library.search import search  # noqa: PLC0415
+        from aai_gateway.library.updates import outdated  # noqa: PLC0415
 
         scan = self.gateway.registry.scan
         catalog = await self.catalog()
         offered = [e for e in search(catalog.entries, "") if e.app_id not in scan.apps]
+        updates = {o.app_id: o for o in await run_in_threadpool(outdated, catalog, self.gateway.settings.aai_home)}
         present = await presence.check(offered, self.gateway.settings, timeout=LIBRARY_BUS_TIMEOUT)
         served = self.gateway.apps()
         others = [a for a in scan.apps.values() if a not in served]
@@ -150,6 +152,7 @@ class Pages:
             message=message,
             report=report,
             servers={s.app_id: s for s in self.gateway.server_statuses()},
+            updates=updates,
         )
 
     async def catalog(self) -> Catalog:
