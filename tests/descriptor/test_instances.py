@@ -11,7 +11,7 @@ import pytest
 from aai_gateway.authoring.dbus_services import described_by, describing
 from aai_gateway.descriptor import instances
 from aai_gateway.descriptor.validate import check_document
-from tests.support import EXAMPLES, ROOT
+from tests.support import ROOT, TEST_APPS
 
 MPRIS = ROOT / "src" / "aai_gateway" / "library" / "apps" / "org.mpris.mediaplayer2" / "aai.json"
 INSTANCE = {
@@ -28,7 +28,7 @@ def camel() -> dict[str, Any]:
 
 def multi() -> dict[str, Any]:
     """The mpv example (shape A) turned into one for every MPRIS player."""
-    doc: dict[str, Any] = json.loads((EXAMPLES / "io.mpv" / "aai.json").read_text("utf-8"))
+    doc: dict[str, Any] = json.loads((TEST_APPS / "io.mpv" / "aai.json").read_text("utf-8"))
     linux = doc["platforms"]["linux"]
     linux["service"] = "org.mpris.MediaPlayer2.*"
     linux["instance"] = copy.deepcopy(INSTANCE)

@@ -14,7 +14,7 @@ from aai_gateway.descriptor.validate import check_document, load
 from aai_gateway.problems import Problem
 from tests.support import EXAMPLES, TEST_APPS, gateway_command
 
-MPV = EXAMPLES / "io.mpv" / "aai.json"
+MPV = TEST_APPS / "io.mpv" / "aai.json"
 GITHUB = EXAMPLES / "com.github.api" / "aai.json"
 TASKS = TEST_APPS / "dev.aai.tasks" / "aai.json"
 

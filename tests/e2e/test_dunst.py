@@ -17,7 +17,7 @@ import pytest
 from mcp import ClientSession
 
 from tests.e2e.mcp_client import error_of, stdio_session, text_of
-from tests.support import EXAMPLES, Bus, install_descriptor, stop, wait_until
+from tests.support import TEST_APPS, Bus, install_descriptor, stop, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -151,7 +151,7 @@ def history(bus: Bus) -> list[dict[str, Any]]:
 
 def gateway_env(bus: Bus, tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
-    install_descriptor(home / ".aai", EXAMPLES / APP / "aai.json")
+    install_descriptor(home / ".aai", TEST_APPS / APP / "aai.json")
     return {"HOME": str(home), "DBUS_SESSION_BUS_ADDRESS": bus.address, "AAI_PLATFORM": "linux"}
 
 

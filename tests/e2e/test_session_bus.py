@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.mcp_client import stdio_session, text_of
-from tests.support import EXAMPLES, TEST_APPS, Bus, gateway_command, install_descriptor
+from tests.support import TEST_APPS, Bus, gateway_command, install_descriptor
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -117,7 +117,7 @@ def test_a_bus_that_is_gone_or_was_never_recorded_says_what_to_do(gone_bus: tupl
 
 def test_a_system_bus_that_is_not_running_says_so(bus: Bus, tmp_path: Path) -> None:
     home = tmp_path / "home"
-    install_descriptor(home / ".aai", EXAMPLES / "org.freedesktop.dbus" / "aai.json")
+    install_descriptor(home / ".aai", TEST_APPS / "org.freedesktop.dbus" / "aai.json")
     (home / ".aai" / "config.json").write_text(json.dumps({"consent": {"default": "allow"}}))
     socket = tmp_path / "no-system-bus" / "system_bus_socket"
     env = new_shell(home, DBUS_SESSION_BUS_ADDRESS=bus.address, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={socket}")

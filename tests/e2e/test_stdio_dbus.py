@@ -11,7 +11,6 @@ import pytest
 
 from tests.e2e.mcp_client import error_of, stdio_session, text_of
 from tests.support import (
-    EXAMPLES,
     TEST_APPS,
     Bus,
     Mpv,
@@ -153,7 +152,7 @@ async def test_error_paths_keep_the_gateway_serving(bus: Bus, echo_app: None, tm
 
 
 async def test_mpv_driven_through_mpris(bus: Bus, mpv: Mpv, tmp_path: Path) -> None:
-    home = home_with(tmp_path, EXAMPLES / "io.mpv" / "aai.json")
+    home = home_with(tmp_path, TEST_APPS / "io.mpv" / "aai.json")
     track = silent_wav(tmp_path / "silence.wav")
     async with stdio_session(env_for(bus, home), tmp_path / "stderr.log") as session:
         names = [t.name for t in (await session.list_tools()).tools]

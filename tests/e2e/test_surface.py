@@ -186,7 +186,7 @@ async def test_hot_reload_adds_changes_keeps_and_removes_apps(connect: Connect, 
 
         echo.write_text('{"broken": ')
         (aai / "later.app").mkdir()
-        install_descriptor(aai / "later.app", EXAMPLES / "io.mpv" / "aai.json")
+        install_descriptor(aai / "later.app", TEST_APPS / "io.mpv" / "aai.json")
         shutil.move(str(aai / "later.app" / "io.mpv" / "aai.json"), str(aai / "later.app" / "aai.json"))
         inbox.methods.clear()
         await inbox.wait_for("notifications/tools/list_changed")

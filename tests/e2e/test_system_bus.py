@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.mcp_client import stdio_session, text_of
-from tests.support import EXAMPLES, TEST_APPS, Bus, install_descriptor, running, start_app
+from tests.support import TEST_APPS, Bus, install_descriptor, running, start_app
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -27,7 +27,7 @@ def system_bus(tmp_path: Path) -> Iterator[Bus]:
 
 async def test_bus_daemon_methods_and_properties_over_the_system_bus(bus: Bus, system_bus: Bus, tmp_path: Path) -> None:
     home = tmp_path / "home"
-    install_descriptor(home / ".aai", EXAMPLES / "org.freedesktop.dbus" / "aai.json")
+    install_descriptor(home / ".aai", TEST_APPS / "org.freedesktop.dbus" / "aai.json")
     # The gateway's session bus is another private bus: only the system bus holds the echo app.
     env = {"HOME": str(home), "AAI_PLATFORM": "linux", "DBUS_SESSION_BUS_ADDRESS": bus.address,
            "DBUS_SYSTEM_BUS_ADDRESS": system_bus.address}  # fmt: skip

@@ -152,8 +152,12 @@ def test_presence_prefers_running_then_activatable_then_a_command() -> None:
     assert judge(MPRIS, startable, {}).why == "activatable on the session bus: org.mpris.MediaPlayer2.mpv"
     assert judge(MPRIS, nothing, {"vlc": "/usr/bin/vlc"}).why == "command vlc (/usr/bin/vlc)"
     assert judge(MPRIS, nothing, {"vlc": None}).state == "no"
-    unknown = judge(MPRIS, "the session bus could not be asked: no bus", {"vlc": None})
-    assert (unknown.state, unknown.why) == ("unknown", "the session bus could not be asked: no bus")
+    for which in ({"vlc": None}, {"vlc": "/usr/bin/vlc"}):  # a command alone does not make it run
+        cannot = judge(MPRIS, "the session bus could not be asked: no bus", which)
+        assert (cannot.state, cannot.text()) == ("cannot", "cannot run here: its session bus cannot be reached")
+        assert cannot.problem == "the session bus could not be asked: no bus"
+    assert judge(MPRIS, running, {}).text() == "running on the session bus: org.mpris.MediaPlayer2.vlc"
+    assert judge(MPRIS, nothing, {"vlc": "/v"}).text() == "on this machine, not running (command vlc (/v))"
     assert judge(None, nothing, {}).state == "unknown"
 
 

@@ -60,6 +60,7 @@ async def test_installed_entry_is_listed_and_every_tool_acts_on_the_bus(activati
     [entry] = [e for e in json.loads(listed.stdout) if e["id"] == APP]
     assert (entry["present"], entry["installed"], entry["source"]) == ("yes", False, "bundled")
     assert entry["presentWhy"] == "running on the session bus: org.freedesktop.DBus"
+    assert entry["running"] is True
 
     installed = cli(env, "install", APP)
     assert installed.returncode == 0, installed.stderr
@@ -105,4 +106,5 @@ async def test_installed_entry_is_listed_and_every_tool_acts_on_the_bus(activati
 
     again = cli(env, "library", "session", "bus")
     assert f"{APP}  Session message bus" in again.stdout
-    assert "installed; source: bundled" in again.stdout
+    assert "    installed; running on the session bus: org.freedesktop.DBus\n" in again.stdout
+    assert "; source: bundled; version 1.0.0\n" in again.stdout

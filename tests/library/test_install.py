@@ -113,3 +113,16 @@ def test_the_command_prints_the_docs_table_and_publishes_a_store(tmp_path: Path)
     for entry in index["entries"]:
         data = (tmp_path / "store" / entry["descriptorUrl"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"]
+
+
+def test_install_lists_each_tools_parameters_with_their_types_and_which_are_required(tmp_path: Path) -> None:
+    done = cli(tmp_path, "install", "org.freedesktop.notifications")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    after = {lines[i].split(":")[0].strip(): lines[i + 1] for i in range(len(lines) - 1)}
+    assert after["close_notification"] == "    parameters: id (integer, required)"
+    assert after["get_capabilities [read-only]"] == "    parameters: no parameters"
+    notify = after["notify"]
+    assert notify.startswith("    parameters: app_name (string, optional), replaces_id (integer, optional), ")
+    assert "summary (string, required)" in notify
+    assert "actions (array of string, optional)" in notify

@@ -13,6 +13,7 @@ import json
 import subprocess
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -77,6 +78,13 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     padded = json.loads(echo)
     padded["description"] += " " + "x" * SMALL_CAP
     add_entry(root / "big", ECHO, json.dumps(padded).encode())
+    with served(root) as base:
+        yield base
+
+
+@contextmanager
+def served(root: Path) -> Iterator[str]:
+    """A loopback HTTP server for the files under `root`, while the block runs; its base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(root)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from aai_gateway.config import load_settings
 from aai_gateway.discovery import scan
-from tests.support import EXAMPLES, ROOT, TEST_APPS, gateway_command, install_descriptor
+from tests.support import ROOT, TEST_APPS, gateway_command, install_descriptor
 
 SEEDS = ROOT / "tests" / "golden" / "seeds"
 
@@ -14,7 +14,7 @@ SEEDS = ROOT / "tests" / "golden" / "seeds"
 def make_home(tmp_path: Path) -> Path:
     aai = tmp_path / ".aai"
     install_descriptor(aai, TEST_APPS / "dev.aai.echo" / "aai.json")
-    install_descriptor(aai, EXAMPLES / "io.mpv" / "aai.json")
+    install_descriptor(aai, TEST_APPS / "io.mpv" / "aai.json")
     mail = aai / "com.apple.mail"
     mail.mkdir()
     (mail / "aai.json").write_text((SEEDS / "seed003-mail-multi.json").read_text())

@@ -3,9 +3,10 @@ hostile names escaped, nothing a strict CSP would block."""
 
 from __future__ import annotations
 
+import itertools
 import xml.etree.ElementTree as ET
 
-from aai_gateway.web.plots import COLOURS, Row, Series, bars, stacked_columns
+from aai_gateway.web.plots import COLOURS, Row, Series, bars, counted, stacked_columns
 
 SVG = "{http://www.w3.org/2000/svg}"
 HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
@@ -39,7 +40,7 @@ def test_stacked_columns_carry_each_count_in_a_title_and_a_legend_per_app() -> N
     assert titles(root) == [
         "Calls per day",
         "dev.aai.echo, 2026-11-20: 3 calls",
-        "io.mpv, 2026-11-20: 1 calls",
+        "io.mpv, 2026-11-20: 1 call",
         "io.mpv, 2026-11-21: 4 calls",
         "dev.aai.echo, 2026-11-22: 12 calls",
     ]
@@ -77,3 +78,48 @@ def test_more_series_than_colours_still_look_different() -> None:
         looks.add(ET.tostring(pattern))
     assert len(looks) == len(series)
     assert "app23" in texts(root)
+
+
+LONG_IDS = [
+    "org.freedesktop.portal.desktop",
+    "com.transmissionbt.transmission",
+    "org.gnome.settingsdaemon.rfkill",
+    "org.mpris.mediaplayer2",
+    "dev.aai.echo",
+    "org.gnome.shell.screencast",
+]
+
+
+def test_the_legend_shows_long_app_ids_whole_and_draws_no_swatch_over_a_name() -> None:
+    series = [Series(name, [1, 2]) for name in LONG_IDS]
+    root = parsed(stacked_columns("usage", "Calls per day", ["2026-11-20", "2026-11-21"], series, "calls"))
+    legend = next(g for g in root.iter(f"{SVG}g") if g.get("class") == "legend")
+    entries = []
+    for entry in legend.findall(f"{SVG}g"):
+        swatch, text = entry.find(f"{SVG}rect"), entry.find(f"{SVG}text")
+        assert swatch is not None
+        assert text is not None
+        entries.append((float(swatch.get("x", "0")), float(swatch.get("y", "0")), text.text or ""))
+    assert [name for _, _, name in entries] == LONG_IDS  # every id whole, none cut
+    for (x, y, name), (next_x, next_y, _) in itertools.pairwise(entries):
+        if next_y == y:  # on one line, the next swatch starts after this name ends (a generous width per character)
+            assert next_x >= x + 14 + len(name) * 12 * 0.6, (name, x, next_x)
+    for x, _, name in entries:
+        assert x + 14 + len(name) * 12 * 0.6 <= 400
+
+
+def test_a_name_longer_than_a_line_is_cut_and_kept_whole_in_a_title() -> None:
+    name = "org.example." + "very-long-segment." * 6 + "app"
+    root = parsed(stacked_columns("usage", "Calls", ["2026-11-20"], [Series(name, [1])], "calls"))
+    legend = next(g for g in root.iter(f"{SVG}g") if g.get("class") == "legend")
+    shown = next(legend.iter(f"{SVG}text")).text or ""
+    assert shown.endswith("…")
+    assert name.startswith(shown[:-1])
+    assert [t.text for t in legend.iter(f"{SVG}title")] == [name]
+
+
+def test_one_call_is_one_call() -> None:
+    assert counted(1, "calls") == "1 call"
+    assert counted(2, "calls") == "2 calls"
+    assert counted(0, "calls") == "0 calls"
+    assert counted(1.5, "calls") == "1.5 calls"

@@ -132,3 +132,16 @@ def test_the_history_page_offers_its_calls_as_a_download(ui: Ui) -> None:
     assert lines[-1]["caller"] == "insight-agent"
     assert ui.client.get(f"{UI_PATH}/history/export", params={"format": "xml"}).status_code == 400
     assert ui.client.get(f"{UI_PATH}/history/export", params={"since": "soon"}).status_code == 400
+
+
+def test_one_call_is_said_in_the_singular_and_the_placeholders_are_recent_dates(ui: Ui) -> None:
+    ui.login()
+    page = unescape(ui.client.get(f"{UI_PATH}/insights", params={"range": "7d"}).text)
+    assert 'id="insights-calls">1</strong>call</div>' in page  # the hostile record ui_support wrote
+    assert "1 calls" not in page
+    assert re.search(r'id="insights-asked">0</strong>consent questions,', page)
+    today = datetime.now(UTC)
+    yesterday = (today - timedelta(days=1)).strftime("%Y-%m-%d")
+    assert f'placeholder="{yesterday}, 3d"' in page
+    assert f'placeholder="{today:%Y-%m-%d}T12:00Z"' in page
+    assert "2025-" not in page

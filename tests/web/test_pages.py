@@ -16,12 +16,12 @@ from aai_gateway.config import load_settings, setting_fields
 from aai_gateway.history import HistoryUnavailable
 from aai_gateway.service import Gateway
 from aai_gateway.web import TOKEN_FILE, UI_PATH, Access, build_ui
-from tests.support import EXAMPLES
+from tests.support import TEST_APPS
 from tests.web.ui_support import HOST, PORT, XSS_APP, Ui, hostile_record, write_home
 
 
 def test_the_apps_page_lists_an_unknown_key_as_a_warning(ui: Ui) -> None:
-    doc = json.loads((EXAMPLES / "io.mpv" / "aai.json").read_text())
+    doc = json.loads((TEST_APPS / "io.mpv" / "aai.json").read_text())
     doc["platforms"]["linux"]["tools"][0]["timeut"] = 5
     target = ui.gateway.settings.scan_paths[0] / "io.mpv" / "aai.json"
     target.parent.mkdir()

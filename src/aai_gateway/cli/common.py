@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -89,3 +90,12 @@ def history_filters(command: Command) -> Command:
 def check_range(since: datetime | None, until: datetime | None) -> None:
     if since is not None and until is not None and since > until:
         raise click.UsageError("--since is later than --until")
+
+
+def result_text(result: Any, app: str, tool: str, *, as_json: bool = False) -> str:
+    """A call's result as `call` prints it: text as it is, the rest as JSON; on a terminal, no result in words."""
+    if result is None and not as_json and sys.stdout.isatty():
+        return f"{app} {tool}: the call succeeded, with no result."
+    if isinstance(result, str) and not as_json:
+        return result
+    return json.dumps(result, ensure_ascii=False, indent=2)

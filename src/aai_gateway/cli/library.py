@@ -17,6 +17,7 @@ from aai_gateway.config import Settings
 from aai_gateway.errors import AaiError
 
 if TYPE_CHECKING:
+    from aai_gateway.history.success import SuccessRates
     from aai_gateway.library.entries import Catalog, Entry
     from aai_gateway.library.presence import Found
 
@@ -42,7 +43,7 @@ def load_catalog(settings: Settings) -> Catalog:
     "--publish",
     type=click.Path(path_type=Path, file_okay=False),
     metavar="DIR",
-    help="Write the bundled library as a store (index.json and apps/<appId>/aai.json) into DIR.",
+    help="Write the bundled library as a store (index.json, apps/<appId>/aai.json) and its HTML showcase into DIR.",
 )
 @click.option("--name", default="aai-gateway library", show_default=True, help="With --publish: the store's name.")
 @click.pass_context
@@ -52,8 +53,10 @@ def library(
     """List the library's entries (bundled, and those of the stores in storeUrls), or those matching WORD.
 
     WORD matches names in every language, aliases, tool names and descriptions, ignoring case and
-    accents. Each entry shows its verification level, whether the app is on this machine (a running or
-    activatable bus name, a command on PATH), and where it comes from. `aai-gateway install ID` installs one.
+    accents. Each entry says whether it is installed, and whether its app is running, on this machine
+    (an activatable bus name, a command on PATH), not here, or cannot run here and why (a bus that
+    cannot be reached is said once, below the list); then its verification level, category, source,
+    a store's rating, and how its calls went in the last 30 days. `aai-gateway install ID` installs one.
     """
     from aai_gateway.library import entries as bundled_entries
 
@@ -69,24 +72,27 @@ def library(
             _publish(catalog, publish, name)
         return
     settings = settings_of(ctx)
-    from aai_gateway.library.presence import check
+    from aai_gateway.library.presence import bus_problems, check
     from aai_gateway.library.search import search
 
     catalog = load_catalog(settings)
     found = search(catalog.entries, " ".join(words))
     present = asyncio.run(check(found, settings))
+    rates = success_of(ctx)
     for problem in catalog.problems:
         click.echo(f"problem: {problem}", err=True)
     if as_json:
-        rows = [_entry_json(e, present[e.app_id], settings) for e in found]
+        rows = [_entry_json(e, present[e.app_id], settings, rates) for e in found]
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
     for entry in found:
-        click.echo("\n".join(_entry_lines(entry, present[entry.app_id], settings)))
+        click.echo("\n".join(_entry_lines(entry, present[entry.app_id], settings, rates)))
     if not found:
         what = f"matches {' '.join(words)!r}" if words else "is in the library"
         click.echo(f"No entry {what}.")
         return
+    for bus, count in bus_problems(present[e.app_id] for e in found).items():
+        click.echo(f"\n{count} entr{'ies' if count != 1 else 'y'} cannot run here: {bus}")
     click.echo(f"\n{len(found)} entr{'ies' if len(found) != 1 else 'y'}. Install one with: aai-gateway install ID")
 
 
@@ -94,38 +100,73 @@ def _installed(entry: Entry, settings: Settings) -> bool:
     return (settings.aai_home / entry.app_id / "aai.json").exists()
 
 
-def _entry_json(entry: Entry, found: Found, settings: Settings) -> dict[str, Any]:
+def success_of(ctx: click.Context) -> SuccessRates | None:
+    """How the apps' calls went in the last 30 days, or None (said on stderr) when the history cannot be read."""
+    from aai_gateway.cli.common import history_store
+    from aai_gateway.history import HistoryUnavailable
+    from aai_gateway.history.record import now
+    from aai_gateway.history.success import success_rates
+
+    try:
+        return success_rates(history_store(ctx), now())
+    except HistoryUnavailable as exc:
+        click.echo(f"note: the call history cannot be read, so no success rates are shown: {exc}", err=True)
+        return None
+
+
+def _entry_json(entry: Entry, found: Found, settings: Settings, rates: SuccessRates | None) -> dict[str, Any]:
+    ran = rates.app(entry.app_id) if rates else None
+    tools = {t: rates.tool(entry.app_id, t) for t in entry.tools} if rates else {}
     return entry.to_json() | {
         "present": found.state,
         "presentWhy": found.why,
+        "running": found.running,
+        "busProblem": found.problem or None,
         "installed": _installed(entry, settings),
         "sourceName": entry.source_text,
+        "success": ran.to_json() if ran else None,
+        "toolSuccess": {t: s.to_json() for t, s in tools.items() if s},
     }
 
 
-def _entry_lines(entry: Entry, found: Found, settings: Settings) -> list[str]:
+def _entry_lines(entry: Entry, found: Found, settings: Settings, rates: SuccessRates | None) -> list[str]:
     level = entry.verified.level if entry.verified else "unverified"
-    here = {"yes": "present here", "no": "not found here", "unknown": "presence unknown"}[found.state]
-    installed = ", installed" if _installed(entry, settings) else ""
+    installed = "installed" if _installed(entry, settings) else "not installed"
     others = [n.text for n in entry.names if n.text != entry.name]
     also = f" ({', '.join(others)})" if others else ""
-    return [
+    lines = [
         f"{entry.app_id}  {entry.name}{also}",
-        f"    verified: {level}; {here} ({found.why}){installed}; source: {entry.source_text}; version {entry.version}",
-        f"    {entry.description}",
+        f"    {installed}; {found.text()}",
+        f"    verified: {level}; {entry.category}; source: {entry.source_text}; version {entry.version}",
     ]
+    extra = []
+    if entry.rating is not None:
+        extra.append(entry.rating.text())
+    if entry.reviews_url:
+        extra.append(f"reviews: {entry.reviews_url}")
+    ran = rates.app(entry.app_id) if rates else None
+    if ran is not None:
+        tools = [(t, rates.tool(entry.app_id, t)) for t in entry.tools] if rates else []
+        each = ", ".join(f"{t} {s.ok} of {s.calls}" for t, s in tools if s)
+        extra.append(f"{ran.text()}" + (f" ({each})" if each else ""))
+    if extra:
+        lines.append(f"    {'; '.join(extra)}")
+    lines.append(f"    {entry.description}")
+    return lines
 
 
 def _publish(catalog: Catalog, folder: Path, name: str) -> None:
+    from aai_gateway.library import showcase
     from aai_gateway.library.store import publish
 
     try:
         index = publish(catalog.entries, folder, name)
+        pages = showcase.write(catalog.entries, folder, name)
     except OSError as exc:
         fail(f"cannot write the store into {folder}: {exc.strerror or exc}", 1)
     click.echo(
-        f"wrote {index} and {len(catalog.entries)} descriptors; serve {folder} over https and add the "
-        f"index's URL to storeUrls",
+        f"wrote {index}, {len(catalog.entries)} descriptors and a showcase of {len(pages)} pages "
+        f"({folder / 'index.html'}); serve {folder} over https and add the index's URL to storeUrls",
         err=True,
     )
 

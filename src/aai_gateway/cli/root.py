@@ -21,6 +21,7 @@ from aai_gateway.cli.common import (
     fail,
     history_filters,
     history_store,
+    result_text,
     settings_of,
     terminal_safe,
 )
@@ -524,9 +525,12 @@ def guide(ctx: click.Context, app: str) -> None:
 @click.argument("app")
 @click.argument("tool")
 @click.argument("args", required=False, default="{}")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON, even on a terminal (null for none).")
 @click.pass_context
-def call(ctx: click.Context, app: str, tool: str, args: str) -> None:
-    """Run one tool, e.g. `aai-gateway call io.mpv seek '{"offset": 5000000}'`; prints the result."""
+def call(ctx: click.Context, app: str, tool: str, args: str, as_json: bool) -> None:
+    """Run one tool, e.g. `aai-gateway call org.mpris.mediaplayer2 seek '{"offset": 5000000}'`; prints the result.
+
+    On a terminal, a call with no result says that it succeeded; piped or with --json, it prints null."""
     settings = settings_of(ctx)
     logs.configure(
         settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning"
@@ -547,7 +551,7 @@ def call(ctx: click.Context, app: str, tool: str, args: str) -> None:
         result = asyncio.run(run())
     except AaiError as exc:
         fail(f"{exc} [{exc.code} {exc.type}]", 1)
-    click.echo(result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, indent=2))
+    click.echo(result_text(result, app, tool, as_json=as_json))
 
 
 # history: the calls the gateway ran, from the SQLite store in the AAI home.
@@ -1045,6 +1049,7 @@ from aai_gateway.cli.export import export  # noqa: E402 - the history's subcomma
 from aai_gateway.cli.importing import import_servers  # noqa: E402
 from aai_gateway.cli.library import install, library  # noqa: E402 (commands kept in their own module)
 from aai_gateway.cli.stats import stats  # noqa: E402 - a command group of its own
+from aai_gateway.cli.updates import outdated, update  # noqa: E402
 
 history.add_command(export)
 consent.add_command(allow_server)
@@ -1052,3 +1057,5 @@ main.add_command(stats)
 main.add_command(import_servers)
 main.add_command(library)
 main.add_command(install)
+main.add_command(outdated)
+main.add_command(update)

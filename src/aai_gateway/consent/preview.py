@@ -8,6 +8,7 @@ from aai_gateway.consent.gate import ConsentGate
 from aai_gateway.consent.launches import approve_command, launch_line
 from aai_gateway.consent.policy import Mode
 from aai_gateway.descriptor import Binding, Descriptor, Tool
+from aai_gateway.descriptor.parameters import signature_text
 
 ANY_CALLER = "*"
 """Stands for a client with no decision or rule of its own; rules naming a caller do not apply to it."""
@@ -59,6 +60,7 @@ def report(gate: ConsentGate, app: Descriptor, platform: str, *, origin: str | N
         mark = marks(item.tool)
         first = item.tool.description.strip().split("\n", 1)[0]
         lines.append(f"  {item.tool.name}{f' [{mark}]' if mark else ''}: {first}")
+        lines.append(f"    parameters: {signature_text(item.tool.parameters)}")
     lines.append("Consent, for a client without a decision of its own:")
     for mode, heading in HEADINGS.items():
         chosen = [p for p in previews if p.mode == mode]

@@ -222,3 +222,20 @@ def _span(low: Any, high: Any, unit: str) -> str | None:
     if low is not None:
         return f"at least {counted(low)}"
     return f"at most {counted(high)}" if high is not None else None
+
+
+def signature(schema: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
+    """The top-level parameters as (name, type in words, required), for one-line listings."""
+    params = _Parameters(schema)
+    root, _ = params.schemas.expand(params.schemas.root)
+    props, required = mapping(root, "properties"), names(root.get("required"))
+    return [
+        (name, params.label(params.schemas.expand(property_schema(root, name))[0]), name in required)
+        for name in dict.fromkeys([*props, *required])
+    ]
+
+
+def signature_text(schema: Mapping[str, Any]) -> str:
+    """`text (string, required), count (integer, optional)`, or `no parameters`."""
+    listed = [f"{name} ({kind}, {'required' if needed else 'optional'})" for name, kind, needed in signature(schema)]
+    return ", ".join(listed) or "no parameters"

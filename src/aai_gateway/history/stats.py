@@ -422,3 +422,13 @@ def _buckets(since: datetime, until: datetime) -> tuple[str, tuple[str, ...]]:
         found.append(iso(moment)[:width])
         moment += step
     return ("hour" if hourly else "day"), tuple(found)
+
+
+def tool_counts(conn: sqlite3.Connection, since: datetime, until: datetime) -> dict[tuple[str, str], tuple[int, int]]:
+    """(app, tool) -> (calls, failed calls) of the calls from `since` to `until`, in one snapshot."""
+    conn.execute("BEGIN")
+    try:
+        sums = _Parts(conn, since, until, None, None).sums(2, "app, tool", "app, tool", "call_tools")
+    finally:
+        conn.execute("COMMIT")
+    return {(str(key[0]), str(key[1])): (int(value[0]), int(value[1])) for key, value in sums.items()}

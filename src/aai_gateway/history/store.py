@@ -611,6 +611,11 @@ class HistoryStore:
                 return stats.empty(since, until, app, tool)
             return stats.gather(conn, since, until, app, tool)
 
+    def tool_counts(self, since: datetime, until: datetime) -> dict[tuple[str, str], tuple[int, int]]:
+        """(app, tool) -> (calls, failed calls) from `since` to `until`, from the hourly counts. Off the event loop."""
+        with self._reader() as conn:
+            return {} if conn is None else stats.tool_counts(conn, since, until)
+
     def export(
         self,
         *,

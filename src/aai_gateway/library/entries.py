@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib.resources import files
 from importlib.resources.abc import Traversable
@@ -30,6 +30,8 @@ ENTRY = "entry.json"
 MAX_ENTRY_BYTES = 64 * 1024
 MAX_DESCRIPTOR_BYTES = 1024 * 1024
 Level = Literal["run", "interface"]
+OTHER = "Other"
+"""The category of an entry that names none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +59,20 @@ class Verified:
 
 
 @dataclass(frozen=True, slots=True)
+class Rating:
+    """What a store's users think of an entry: shown, never used to decide anything."""
+
+    average: float
+    count: int
+
+    def text(self) -> str:
+        return f"rated {self.average:.1f} of 5 by {self.count} {'person' if self.count == 1 else 'people'}"
+
+    def to_json(self) -> dict[str, float | int]:
+        return {"average": self.average, "count": self.count}
+
+
+@dataclass(frozen=True, slots=True)
 class Entry:
     """One app the library or a store offers. A store's entry has no descriptor until it is fetched."""
 
@@ -78,6 +94,9 @@ class Entry:
     descriptor_url: str | None = None
     sha256: str | None = None
     store_name: str = ""
+    category: str = OTHER
+    rating: Rating | None = None
+    reviews_url: str = ""
 
     @property
     def name(self) -> str:
@@ -106,6 +125,9 @@ class Entry:
             "verified": self.verified.to_json() if self.verified else None,
             "presence": self.presence.to_json() if self.presence else None,
             "source": self.source,
+            "category": self.category,
+            "rating": self.rating.to_json() if self.rating else None,
+            "reviewsUrl": self.reviews_url or None,
         }
 
 
@@ -181,7 +203,8 @@ def load_entry(folder: Traversable | Path) -> tuple[Entry | None, list[Problem]]
         )
     if meta is None or app is None or problems:
         return None, problems
-    return entry_of(app, data, presence=meta.presence, verified=meta.verified, why=meta.why), problems
+    entry = entry_of(app, data, presence=meta.presence, verified=meta.verified, why=meta.why)
+    return replace(entry, category=meta.category), problems
 
 
 def entry_of(
@@ -219,6 +242,7 @@ class Meta:
     why: str
     presence: Presence
     verified: Verified
+    category: str = OTHER
 
 
 def check_entry(raw: bytes, source: str) -> tuple[Meta | None, list[Problem]]:
@@ -233,7 +257,8 @@ def check_entry(raw: bytes, source: str) -> tuple[Meta | None, list[Problem]]:
     ]
     if problems:
         return None, problems
-    return Meta(doc["why"], presence_of(doc["presence"]), verified_of(doc["verified"])), []
+    meta = Meta(doc["why"], presence_of(doc["presence"]), verified_of(doc["verified"]), doc.get("category", OTHER))
+    return meta, []
 
 
 def presence_of(raw: Mapping[str, Any]) -> Presence:

@@ -1,7 +1,8 @@
 """Whether an entry's app is on this machine: a bus name connected or activatable, or a command on PATH.
 
-Each bus an entry names is asked once (its names, never starting anything); a bus that cannot be reached
-leaves its entries at "unknown" unless a command answers for them.
+Each bus an entry names is asked once (its names, never starting anything). An app whose bus cannot be
+reached cannot run here, whatever commands are installed ("cannot"): every call would fail. The bus's
+problem is kept apart (`Found.problem`) so that a listing says it once, not on every entry.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from aai_gateway.library.entries import Entry, Presence
 if TYPE_CHECKING:
     from aai_gateway.executors.dbus_names import BusNames
 
-State = Literal["yes", "no", "unknown"]
+State = Literal["yes", "no", "unknown", "cannot"]
 ASK_TIMEOUT = 2.0
 
 
@@ -28,6 +29,28 @@ class Found:
     state: State
     why: str
     """What showed it ("running: org.mpris.MediaPlayer2.vlc", "command vlc"), or why it is not known."""
+    running: bool = False
+    problem: str = ""
+    """For "cannot": what is wrong with the bus the app needs, the same for every entry on that bus."""
+
+    def text(self) -> str:
+        """The verdict in words, for a listing that says each bus problem once on its own."""
+        if self.state == "cannot":
+            return f"cannot run here: {self.why}"
+        return {
+            "yes": self.why if self.running else f"on this machine, not running ({self.why})",
+            "no": "not on this machine",
+            "unknown": f"presence unknown ({self.why})",
+        }[self.state]
+
+
+def bus_problems(found: Iterable[Found]) -> dict[str, int]:
+    """Each bus problem of a listing, with how many of its entries cannot run because of it."""
+    counts: dict[str, int] = {}
+    for item in found:
+        if item.problem:
+            counts[item.problem] = counts.get(item.problem, 0) + 1
+    return counts
 
 
 def matches(pattern: str, name: str) -> bool:
@@ -45,17 +68,17 @@ def judge(presence: Presence | None, names: BusNames | str | None, which: Mappin
         for pattern in presence.bus_names:
             running = sorted(n for n in names.running if matches(pattern, n))
             if running:
-                return Found("yes", f"running on the {presence.bus} bus: {', '.join(running[:3])}")
+                return Found("yes", f"running on the {presence.bus} bus: {', '.join(running[:3])}", running=True)
         for pattern in presence.bus_names:
             startable = sorted(n for n in names.activatable if matches(pattern, n))
             if startable:
                 return Found("yes", f"activatable on the {presence.bus} bus: {', '.join(startable[:3])}")
+    if isinstance(names, str) and presence.bus_names:
+        return Found("cannot", f"its {presence.bus} bus cannot be reached", problem=names)
     for command in presence.commands:
         path = which.get(command)
         if path:
             return Found("yes", f"command {command} ({path})")
-    if isinstance(names, str) and presence.bus_names:
-        return Found("unknown", names)
     return Found("no", "no bus name or command of the entry was found")
 
 

@@ -30,7 +30,16 @@ from jsonschema import Draft7Validator
 from aai_gateway import paths
 from aai_gateway.descriptor import Name
 from aai_gateway.errors import AaiError, AaiJsonInvalid
-from aai_gateway.library.entries import Catalog, Entry, bundled, names_json, presence_of, verified_of
+from aai_gateway.library.entries import (
+    OTHER,
+    Catalog,
+    Entry,
+    Rating,
+    bundled,
+    names_json,
+    presence_of,
+    verified_of,
+)
 from aai_gateway.problems import Problem, describe, pointer
 
 Fetch = Callable[[str, int], Awaitable[bytes]]
@@ -65,7 +74,7 @@ def version_key(version: str) -> tuple[int, ...]:
 def parse_index(data: bytes, url: str) -> Catalog:
     """The entries of an index document fetched from `url`, each malformed one left out and reported."""
     try:
-        doc = json.loads(data.decode("utf-8-sig"))
+        doc = json.loads(data.decode("utf-8-sig"), parse_constant=_not_json)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return Catalog((), (Problem(url, "", f"is not a JSON store index: {exc}"),))
     try:
@@ -90,7 +99,12 @@ def parse_index(data: bytes, url: str) -> Catalog:
     return Catalog(tuple(entries.values()), tuple(problems))
 
 
+def _not_json(word: str) -> Any:
+    raise ValueError(f"{word} is not a JSON number")
+
+
 def _entry(raw: dict[str, Any], url: str, store_name: str) -> Entry:
+    rating = raw.get("rating")
     return Entry(
         app_id=raw["id"],
         names=tuple(Name(text, lang) for lang, text in raw["names"].items()),
@@ -106,6 +120,9 @@ def _entry(raw: dict[str, Any], url: str, store_name: str) -> Entry:
         descriptor_url=urljoin(url, raw["descriptorUrl"]),
         sha256=raw["sha256"],
         store_name=store_name,
+        category=raw.get("category", OTHER),
+        rating=Rating(float(rating["average"]), int(rating["count"])) if rating else None,
+        reviews_url=raw.get("reviewsUrl", ""),
     )
 
 
@@ -175,6 +192,12 @@ def index_entry(entry: Entry, descriptor_url: str) -> dict[str, Any]:
         raw["presence"] = entry.presence.to_json()
     if entry.verified is not None:
         raw["verified"] = entry.verified.to_json()
+    if entry.category != OTHER:
+        raw["category"] = entry.category
+    if entry.rating is not None:
+        raw["rating"] = entry.rating.to_json()
+    if entry.reviews_url:
+        raw["reviewsUrl"] = entry.reviews_url
     return raw
 
 

@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 from aai_gateway.history import read_time
 from aai_gateway.history.stats import Stats
-from aai_gateway.web.plots import Row, Series, bars, stacked_columns
+from aai_gateway.web.plots import Row, Series, bars, counted, stacked_columns
 
 RANGES = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 RANGE_TITLES = {"24h": "Last 24 hours", "7d": "Last 7 days", "30d": "Last 30 days", "custom": "Custom"}
@@ -77,6 +77,7 @@ def insights_context(stats: Stats) -> dict[str, Any]:
     return {
         "stats": stats,
         "error_rate": f"{100 * stats.errors / stats.calls:.1f} %" if stats.calls else "-",
+        "placeholders": placeholders(stats.until),
         "plots": [
             usage(stats),
             app_errors(stats),
@@ -86,6 +87,11 @@ def insights_context(stats: Stats) -> dict[str, Any]:
             consent(stats),
         ],
     }
+
+
+def placeholders(until: datetime) -> dict[str, str]:
+    """Examples for the custom range's fields, near the range shown: yesterday (or an age), today at noon."""
+    return {"since": f"{(until - timedelta(days=1)):%Y-%m-%d}, 3d", "until": f"{until:%Y-%m-%d}T12:00Z"}
 
 
 def usage(stats: Stats) -> dict[str, Any]:
@@ -121,7 +127,7 @@ def app_errors(stats: Stats) -> dict[str, Any]:
 
 def error_kinds(stats: Stats) -> dict[str, Any]:
     title = "Most common errors per app and tool"
-    rows = [Row(f"{e.app}:{e.tool} {e.error_type}", [e.count], [f"{e.count} calls"]) for e in stats.error_kinds]
+    rows = [Row(f"{e.app}:{e.tool} {e.error_type}", [e.count], [counted(e.count, "calls")]) for e in stats.error_kinds]
     table = [[e.app, e.tool, e.error_type, e.count] for e in stats.error_kinds]
     svg = bars("plot-error-kinds", title, rows, ["calls"])
     tools = [[t.app, t.tool, t.calls, t.errors, f"{100 * t.error_rate:.1f} %"] for t in stats.tools]
@@ -149,7 +155,7 @@ def durations(stats: Stats) -> dict[str, Any]:
 
 def callers(stats: Stats) -> dict[str, Any]:
     title = "Busiest callers"
-    rows = [Row(c.name, [c.calls], [f"{c.calls} calls, {c.errors} failed"]) for c in stats.callers]
+    rows = [Row(c.name, [c.calls], [f"{counted(c.calls, 'calls')}, {c.errors} failed"]) for c in stats.callers]
     table = [[c.name, c.calls, c.errors] for c in stats.callers]
     svg = bars("plot-callers", title, rows, ["calls"])
     return _plot("callers", title, svg, ["Caller", "Calls", "Failed"], table)

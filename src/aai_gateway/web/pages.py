@@ -26,6 +26,7 @@ from aai_gateway.history.stats import empty
 from aai_gateway.http_methods import IDEMPOTENT
 from aai_gateway.service import Gateway
 from aai_gateway.web.insights import RANGE_TITLES, choose, insights_context
+from aai_gateway.web.library import LibraryPages
 from aai_gateway.web.security import COOKIE, CSRF_FIELD, Access
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ class Pages:
         self.access = access
         self.env = env
         self.rescan_apps = rescan
+        self.library = LibraryPages(self)
 
     def render(self, request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
         page = self.env.get_template(template).render(
@@ -124,10 +126,12 @@ class Pages:
     ) -> Response:
         from aai_gateway.library import presence  # noqa: PLC0415 (the library loads when a page shows it)
         from aai_gateway.library.search import search  # noqa: PLC0415
+        from aai_gateway.library.updates import outdated  # noqa: PLC0415
 
         scan = self.gateway.registry.scan
-        catalog = await self._catalog()
+        catalog = await self.catalog()
         offered = [e for e in search(catalog.entries, "") if e.app_id not in scan.apps]
+        updates = {o.app_id: o for o in await run_in_threadpool(outdated, catalog, self.gateway.settings.aai_home)}
         present = await presence.check(offered, self.gateway.settings, timeout=LIBRARY_BUS_TIMEOUT)
         served = self.gateway.apps()
         others = [a for a in scan.apps.values() if a not in served]
@@ -150,9 +154,10 @@ class Pages:
             message=message,
             report=report,
             servers={s.app_id: s for s in self.gateway.server_statuses()},
+            updates=updates,
         )
 
-    async def _catalog(self) -> Catalog:
+    async def catalog(self) -> Catalog:
         from aai_gateway.discovery.wellknown import url_fetcher  # noqa: PLC0415
         from aai_gateway.library import store  # noqa: PLC0415
 
@@ -166,9 +171,11 @@ class Pages:
         from aai_gateway.discovery.wellknown import url_fetcher  # noqa: PLC0415
         from aai_gateway.library import install as installing  # noqa: PLC0415
 
+        if request.query_params.get("from") == "library":
+            return await self.library.install(request)
         form = await request.form(max_fields=10)
         app_id = form.get("app")
-        catalog = await self._catalog()
+        catalog = await self.catalog()
         if not isinstance(app_id, str) or catalog.get(app_id) is None:
             return await self.apps(request, "Choose an app of the library to install.", status=404)
         settings = self.gateway.settings

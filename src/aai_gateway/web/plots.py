@@ -17,6 +17,10 @@ WIDTH = 400
 FONT = 12
 LABEL_H = 15
 BAR_H = 10
+CHAR_W = FONT * 0.62
+"""A generous width of one character of the UI's sans-serif font at FONT: legend names are placed by it."""
+SWATCH = 14
+LEGEND_GAP = 12
 COLOURS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#8a7a00", "#404040")
 """Okabe and Ito's palette, told apart by people with any common colour blindness; its yellow darkened."""
 PATTERNS = (
@@ -77,7 +81,7 @@ def stacked_columns(plot_id: str, title: str, labels: Sequence[str], series: Seq
                 continue
             h = plot_h * value / peak
             y -= h
-            tip = f"{s.name}, {label}: {_number(value)} {unit}"
+            tip = f"{s.name}, {label}: {counted(value, unit)}"
             parts.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar:.1f}" height="{h:.1f}" fill="url(#{plot_id}-{k})" '
                 f'stroke="#fff" stroke-width="0.5"><title>{escape(tip)}</title></rect>'
@@ -138,19 +142,36 @@ def _defs(plot_id: str, count: int) -> str:
     return f"<defs>{''.join(patterns)}</defs>"
 
 
+def _legend_places(series: Sequence[Series]) -> list[tuple[float, int, str]]:
+    """Each legend entry's x, line and shown name: entries side by side as wide as their names, on as many
+    lines as they need, so no name is cut short while it fits a line and no swatch is drawn over a name."""
+    places = []
+    x, line = 4.0, 0
+    longest = int((WIDTH - 8 - SWATCH) / CHAR_W)
+    for s in series:
+        shown = _cut(s.name, longest)
+        width = SWATCH + len(shown) * CHAR_W + LEGEND_GAP
+        if x > 4 and x + width - LEGEND_GAP > WIDTH - 4:
+            x, line = 4.0, line + 1
+        places.append((x, line, shown))
+        x += width
+    return places
+
+
 def _legend_height(series: Sequence[Series]) -> int:
-    per_line = max(1, WIDTH // 130)
-    return LABEL_H * -(-len(series) // per_line) + 4
+    lines = max((line for _, line, _ in _legend_places(series)), default=-1) + 1
+    return LABEL_H * lines + 4
 
 
 def _legend(plot_id: str, series: Sequence[Series], top: float) -> str:
-    per_line = max(1, WIDTH // 130)
     parts = []
-    for k, s in enumerate(series):
-        x = 4 + (k % per_line) * 130
-        y = top + (k // per_line) * LABEL_H
-        parts.append(f'<rect x="{x}" y="{y + 2:.1f}" width="10" height="10" fill="url(#{plot_id}-{k})"/>')
-        parts.append(_text(x + 14, y + 11, _cut(s.name, 20)))
+    for k, (s, (x, line, shown)) in enumerate(zip(series, _legend_places(series), strict=True)):
+        y = top + line * LABEL_H
+        whole = f"<title>{escape(s.name)}</title>" if shown != s.name else ""
+        parts.append(
+            f'<g>{whole}<rect x="{x:.1f}" y="{y + 2:.1f}" width="10" height="10" fill="url(#{plot_id}-{k})"/>'
+            f"{_text(x + SWATCH, y + 11, shown)}</g>"
+        )
     return f'<g class="legend">{"".join(parts)}</g>'
 
 
@@ -173,6 +194,11 @@ def _nice(value: float) -> float:
         if factor * scale >= value:
             return factor * scale
     return 10 * scale
+
+
+def counted(value: float, noun: str) -> str:
+    """`1 call`, `2 calls`, `1.5 calls`: a number and its noun (given in the plural), agreeing."""
+    return f"{_number(value)} {noun[:-1] if value == 1 and noun.endswith('s') else noun}"
 
 
 def _number(value: float) -> str:
