@@ -132,10 +132,40 @@ SEARCH_ANNOTATIONS: dict[str, Any] = {"title": "Find an app operation", "readOnl
 
 
 def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
-    """The guide model's tools: one guide entry per app, then search, discovery, exec and batch.
+    """The guide model's tools: the fixed ones first (search, exec, batch, discovery), then one guide entry per
+    app. Clients that pass only the first N tools to their model (Cursor 40, Windsurf 50) keep the fixed ones
+    however many apps there are.
 
     Keys follow the SDK's field order (annotations last), so both answer paths write the same bytes."""
-    tools: list[dict[str, Any]] = [
+    fixed: list[dict[str, Any]] = [
+        {
+            "name": names.search,
+            "description": SEARCH_DESCRIPTION,
+            "inputSchema": SEARCH_SCHEMA,
+            "outputSchema": SEARCH_OUTPUT_SCHEMA,
+            "annotations": SEARCH_ANNOTATIONS,
+        },
+        {
+            "name": names.exec,
+            "description": EXEC_DESCRIPTION,
+            "inputSchema": EXEC_SCHEMA,
+            "annotations": EXEC_ANNOTATIONS,
+        },
+        {
+            "name": names.batch,
+            "description": BATCH_DESCRIPTION,
+            "inputSchema": batch_schema(names.style),
+            "outputSchema": BATCH_OUTPUT_SCHEMA,
+            "annotations": BATCH_ANNOTATIONS,
+        },
+        {
+            "name": names.discover,
+            "description": DISCOVER_DESCRIPTION,
+            "inputSchema": DISCOVER_SCHEMA,
+            "annotations": DISCOVER_ANNOTATIONS,
+        },
+    ]
+    guides = [
         {
             "name": names.guide(app.app_id),
             "description": catalogue_entry(app),
@@ -144,38 +174,4 @@ def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
         }
         for app in gateway.apps()
     ]
-    tools.append(
-        {
-            "name": names.search,
-            "description": SEARCH_DESCRIPTION,
-            "inputSchema": SEARCH_SCHEMA,
-            "outputSchema": SEARCH_OUTPUT_SCHEMA,
-            "annotations": SEARCH_ANNOTATIONS,
-        }
-    )
-    tools.append(
-        {
-            "name": names.discover,
-            "description": DISCOVER_DESCRIPTION,
-            "inputSchema": DISCOVER_SCHEMA,
-            "annotations": DISCOVER_ANNOTATIONS,
-        }
-    )
-    tools.append(
-        {
-            "name": names.exec,
-            "description": EXEC_DESCRIPTION,
-            "inputSchema": EXEC_SCHEMA,
-            "annotations": EXEC_ANNOTATIONS,
-        }
-    )
-    tools.append(
-        {
-            "name": names.batch,
-            "description": BATCH_DESCRIPTION,
-            "inputSchema": batch_schema(names.style),
-            "outputSchema": BATCH_OUTPUT_SCHEMA,
-            "annotations": BATCH_ANNOTATIONS,
-        }
-    )
-    return tools
+    return fixed + guides

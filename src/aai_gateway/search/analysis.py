@@ -21,6 +21,27 @@ LANGUAGES = ("english", "german", "french", "spanish")
 MAX_TEXT = 20_000
 """Characters of one text that are analysed; the rest of a longer text is ignored."""
 
+STOP_WORDS = frozenset(
+    # English, German, French and Spanish words that carry no meaning of their own: articles, pronouns,
+    # prepositions, auxiliaries and politeness. Words that decide what is meant stay ("on", "off", "not").
+    """
+    a an the this that these those it its my me i you your we our us he she they them his her their
+    to of in at for from with by as into about and or but if so than then there here
+    is are was were be been am do does did can could would will shall should may might must
+    please pls just some any what which who whom whose how when where why also too very
+    der die das den dem des ein eine einen einem einer eines und oder ich du er sie es wir ihr mein meine
+    mir mich dir dich bitte ist sind war bin kann kannst könnte würde wird zu zum zur im am vom von mit
+    für auf aus bei nach über wie was wer wo wann warum noch mal doch
+    le la les l un une des du de d et ou je tu il elle nous vous ils elles me moi te toi mon ma mes
+    ce cet cette ces est sont suis peux peut pouvez veux voudrais plait stp au aux en dans pour par sur
+    avec que qui quoi quel quelle comment quand où
+    el los las lo una unos unas y o yo tú él ella nosotros mi mis me te tu tus su sus es son soy
+    está están puedes puede podrías quiero quisiera por para en con del al que qué cual cuál
+    como cómo cuando dónde favor
+    """.split()  # noqa: SIM905 (the words of each language read better as lines of text)
+)
+"""Words left out of what is indexed and asked (folded, as `fold` gives them)."""
+
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
@@ -36,6 +57,9 @@ def fold(text: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
+_STOP = frozenset(fold(word) for word in STOP_WORDS)
+
+
 def split_identifier(text: str) -> str:
     """`setVolume` → `set Volume`, `HTTPServer` → `HTTP Server`; `_`, `.` and `-` part words anyway."""
     return _CAMEL.sub(" ", text)
@@ -48,6 +72,8 @@ def tokens(text: str, *, identifier: bool = False) -> list[Token]:
         text = split_identifier(text)
     found: list[Token] = []
     for word in _WORD.findall(fold(text)):
+        if word in _STOP:
+            continue
         if _CJK.search(word):
             found.extend(frozenset({piece}) for piece in _cjk_pieces(word))
         elif not word.isdigit():
@@ -70,6 +96,6 @@ def _cjk_pieces(word: str) -> list[str]:
     return pieces
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=8192)
 def _stems(word: str) -> Token:
     return frozenset({word, *(stemmer.stemWord(word) for stemmer in _STEMMERS)})

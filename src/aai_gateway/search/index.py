@@ -4,7 +4,8 @@ The lexical score (BM25F, `ranking`) is fused with the semantic one when a model
 divided by its best value among the candidates and the two are added, the semantic one weighted by
 `SEMANTIC_WEIGHT`. Equal scores go to the operation the user has run successfully more often. Hits of
 the same tool name from several apps fold into the best one (`also_in`), so five slots show five different
-operations. When the best hit is too weak (`MIN_MATCH`), nothing fits, and search says so.
+operations. When no operation matches every word of the query and the best hit is too weak (`MIN_MATCH`),
+nothing fits, and search says so.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ CANDIDATES = 50
 MIN_MATCH = 1.0
 """The weakest lexical score that fits, in units of the idf of a word that one operation alone has: about
 one rare word in a tool's name, or two in its description."""
+WHOLE = 0.999
+"""A query every word of which one operation matches fits, however common its words are."""
 MIN_SIMILARITY = 0.35
 """The weakest semantic similarity that fits on its own, when the model is loaded."""
 MAX_ALSO = 5
@@ -53,22 +56,25 @@ class SearchIndex:
         embedder: Embedder | None = None,
     ) -> None:
         self.operations = tuple(operations)
-        self._lexical = Lexical([op.analysed() for op in self.operations])
+        self._lexical = Lexical(op.analysed() for op in self.operations)
         self._embedder = embedder
         self._vectors = embedder.embed([op.semantic_text() for op in self.operations]) if embedder else None
         self._strong = math.log(1 + (len(self.operations) - 0.5) / 1.5) * MIN_MATCH
 
     def search(self, query: str, limit: int = 5, successes: Mapping[tuple[str, str], int] | None = None) -> Found:
         """The best `limit` operations for `query`; equal scores go to the one with more `successes`."""
-        scored = {s.doc: s.score for s in self._lexical.search(tokens(query))}
+        lexical = self._lexical.search(tokens(query))
+        scored = {s.doc: s.score for s in lexical}
         best_lexical = max(scored.values(), default=0.0)
+        whole = any(s.coverage >= WHOLE for s in lexical)
         similarity: dict[int, float] = {}
         if self._embedder is not None and self._vectors is not None and len(self.operations):
             row = self._vectors @ self._embedder.embed([query])[0]
             for doc in row.argsort()[::-1][:CANDIDATES].tolist():
                 similarity[doc] = max(float(row[doc]), 0.0)
         best_similarity = max(similarity.values(), default=0.0)
-        if best_lexical < self._strong and best_similarity < MIN_SIMILARITY:
+        strong = whole or best_lexical >= self._strong or best_similarity >= MIN_SIMILARITY
+        if not (scored or similarity) or not strong:
             return Found((), fits=False)
         candidates = set(sorted(scored, key=scored.__getitem__, reverse=True)[:CANDIDATES]) | set(similarity)
         fused = {

@@ -10,8 +10,9 @@ measure of whether anything fits.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from array import array
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from aai_gateway.search.analysis import Token
@@ -48,44 +49,61 @@ class Scored:
 
 
 class Lexical:
-    """The index of one set of documents; built once, read by every search (never changed in place)."""
+    """The index of one set of documents; built once, read by every search (never changed in place).
 
-    def __init__(self, docs: Sequence[Analysed]) -> None:
-        self.size = len(docs)
-        lengths = {name: [sum(1 for _ in doc.get(name, ())) for doc in docs] for name in FIELDS}
-        average = {name: (sum(v) / len(v) if v and sum(v) else 1.0) for name, v in lengths.items()}
-        postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
-        for number, doc in enumerate(docs):
-            weighted: dict[str, float] = defaultdict(float)
-            for name, spec in FIELDS.items():
+    Postings are kept as two compact arrays per term (document numbers and weighted frequencies): a
+    couple of megabytes for thousands of operations, where tuples would take tens.
+    """
+
+    def __init__(self, docs: Iterable[Analysed]) -> None:
+        counted: list[dict[str, tuple[int, Counter[str]]]] = []
+        for doc in docs:
+            fields = {}
+            for name in FIELDS:
                 field_tokens = doc.get(name, ())
-                if not field_tokens:
-                    continue
-                norm = 1 - spec.length_norm + spec.length_norm * lengths[name][number] / average[name]
-                for token in field_tokens:
-                    for term in token:
-                        weighted[term] += spec.weight / norm
+                if field_tokens:
+                    fields[name] = (len(field_tokens), Counter(term for token in field_tokens for term in token))
+            counted.append(fields)
+        self.size = len(counted)
+        totals = {name: sum(fields[name][0] for fields in counted if name in fields) for name in FIELDS}
+        average = {name: (totals[name] / self.size if totals[name] else 1.0) for name in FIELDS}
+        docs_of: dict[str, array[int]] = {}
+        weights_of: dict[str, array[float]] = {}
+        for number, fields in enumerate(counted):
+            weighted: dict[str, float] = defaultdict(float)
+            for name, (length, terms) in fields.items():
+                spec = FIELDS[name]
+                norm = 1 - spec.length_norm + spec.length_norm * length / average[name]
+                for term, count in terms.items():
+                    weighted[term] += count * spec.weight / norm
             for term, tf in weighted.items():
-                postings[term].append((number, tf))
-        self._postings = dict(postings)
+                if term not in docs_of:
+                    docs_of[term], weights_of[term] = array("I"), array("f")
+                docs_of[term].append(number)
+                weights_of[term].append(tf)
+        self._docs = docs_of
+        self._weights = weights_of
 
     def idf(self, term: str) -> float:
-        df = len(self._postings.get(term, ()))
+        found = self._docs.get(term)
+        df = len(found) if found is not None else 0
         return math.log(1 + (self.size - df + 0.5) / (df + 0.5))
 
     def search(self, query: Sequence[Token]) -> list[Scored]:
         """Every document sharing a term with `query`, with its score and coverage (unordered)."""
         scores: dict[int, float] = defaultdict(float)
         matched: dict[int, float] = defaultdict(float)
-        unique = list(dict.fromkeys(query))
         total = 0.0
-        for token in unique:
+        for token in dict.fromkeys(query):
             best: dict[int, float] = {}
             weight = max(self.idf(term) for term in token)
             total += weight
             for term in token:
+                docs = self._docs.get(term)
+                if docs is None:
+                    continue
                 idf = self.idf(term)
-                for number, tf in self._postings.get(term, ()):
+                for number, tf in zip(docs, self._weights[term], strict=True):
                     gain = idf * tf * (K1 + 1) / (tf + K1)
                     if gain > best.get(number, 0.0):
                         best[number] = gain

@@ -27,9 +27,10 @@ def hit_json(hit: Hit, usage: Mapping[tuple[str, str], Usage]) -> dict[str, Any]
         "installed": op.installed,
         "runnable": op.runnable,
         "source": op.source,
-        "reliability": used.text() if used else None,
         "score": hit.score,
     }
+    if used is not None:
+        shown["reliability"] = used.text()
     if op.why_not:
         shown["whyNot"] = op.why_not
     if hit.also_in:
@@ -58,7 +59,7 @@ def answer(
         marks = [k for k, v in op.annotations.items() if v and k in ("readOnlyHint", "destructiveHint")]
         lines.append(f"{number}. {op.app_id} / {op.tool}: {_line(op.description)} [{state}]")
         lines.append(f"   args: {_args(op.parameters)}" + (f"; {', '.join(marks)}" if marks else ""))
-        if shown["reliability"]:
+        if "reliability" in shown:
             lines.append(f"   {shown['reliability']}")
         if hit.also_in:
             lines.append(f"   also in: {', '.join(hit.also_in)}")

@@ -22,7 +22,7 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                     "runnable": {"type": "boolean"},
                     "whyNot": {"type": "string"},
                     "source": {"type": "string"},
-                    "reliability": {"type": ["string", "null"]},
+                    "reliability": {"type": "string"},
                     "alsoIn": {"type": "array", "items": {"type": "string"}},
                     "score": {"type": "number"},
                 },
