@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
@@ -20,6 +21,7 @@ from aai_gateway.library import entries
 from aai_gateway.search import sources
 from aai_gateway.search.index import Hit, SearchIndex
 from tests.e2e.mcp_client import stdio_session, text_of
+from tests.support import gateway_command
 
 REQUESTS: list[dict[str, Any]] = json.loads((Path(__file__).parent / "requests.json").read_text(encoding="utf-8"))
 LANGUAGES = ("en", "de", "fr", "es", "zh")
@@ -108,3 +110,22 @@ async def test_aai_search_answers_in_every_language(tmp_path: Path) -> None:
                 got = {(r["app"]["id"], r["tool"]) for r in content["results"]}
                 got |= {(app, r["tool"]) for r in content["results"] for app in r.get("alsoIn", ())}
                 assert expected(by_query[query]) & got, f"[{lang}] {query!r}: {text}"
+
+
+@pytest.mark.parametrize(
+    ("words", "app"),
+    [
+        ("lautstärke", "org.mpris.mediaplayer2"),
+        ("Musik anhalten", "org.mpris.mediaplayer2"),
+        ("pausar", "org.mpris.mediaplayer2"),
+        ("verrouiller", "org.freedesktop.login1"),
+        ("暂停", "org.mpris.mediaplayer2"),
+    ],
+)
+def test_library_word_finds_entries_by_their_tools_aliases(tmp_path: Path, words: str, app: str) -> None:
+    """`aai-gateway library WORD...` matches a tool's aliases as it matches its name."""
+    env = {"HOME": str(tmp_path), "AAI_PLATFORM": "linux", "PATH": "/usr/bin:/bin"}
+    command = [gateway_command(), "library", "--json", *words.split()]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert app in [row["id"] for row in json.loads(done.stdout)], done.stdout
