@@ -95,7 +95,7 @@ def load(wheel: zipfile.ZipFile) -> tuple[list[dict[str, Any]], list[Question]]:
 
 def padding(wheel: zipfile.ZipFile, have: list[dict[str, Any]], size: int) -> list[dict[str, Any]]:
     seen = {(f["name"], f["description"]) for f in have}
-    extra = []
+    extra: list[dict[str, Any]] = []
     for name in PADDING:
         for entry in lines(wheel, name):
             for function in entry["function"]:

@@ -96,6 +96,12 @@ def _cjk_pieces(word: str) -> list[str]:
     return pieces
 
 
+MIN_STEM = 3
+"""Stems shorter than this are dropped (the word itself stays): another language's stemmer cuts short
+words into pieces that meet unrelated ones (French makes German "wie" into "wi", as in Wi-Fi)."""
+
+
 @lru_cache(maxsize=8192)
 def _stems(word: str) -> Token:
-    return frozenset({word, *(stemmer.stemWord(word) for stemmer in _STEMMERS)})
+    stems = (stemmer.stemWord(word) for stemmer in _STEMMERS)
+    return frozenset({word, *(stem for stem in stems if len(stem) >= MIN_STEM)})
