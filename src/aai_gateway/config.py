@@ -136,6 +136,8 @@ class Settings:
     consent_wait_seconds: float = 0
     """How long a call that needs consent waits for a decision in the web UI (or the CLI) before it
     answers CONSENT_REQUIRED; only when the UI is served and the client cannot be asked."""
+    search_semantic: bool = False
+    """`search.semantic`: rank by meaning too, with the wordllama model (an optional dependency)."""
     telemetry_enabled: bool | None = None
     """OpenTelemetry export: True or False as config.json says; None: on when OTEL_* variables ask for it."""
     telemetry_endpoint: str | None = None
@@ -402,6 +404,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         consent_read_only=consent.get("readOnly", "ask"),
         consent_rules=rules,
         consent_wait_seconds=float(consent.get("waitSeconds", 0)),
+        search_semantic=data.get("search", {}).get("semantic", False),
         telemetry_enabled=telemetry.get("enabled"),
         telemetry_endpoint=telemetry.get("endpoint"),
         telemetry_headers=_headers(telemetry.get("headers", {}), env),

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aai_gateway import executors
 from aai_gateway.config import Settings
@@ -44,6 +44,9 @@ from aai_gateway.relay import Relay
 from aai_gateway.spelling import Spelling, spelling
 from aai_gateway.telemetry import start as start_telemetry
 from aai_gateway.text import printable, unencodable
+
+if TYPE_CHECKING:
+    from aai_gateway.search.finder import Finder
 
 log = logging.getLogger("aai_gateway.calls")
 
@@ -190,7 +193,41 @@ class Gateway:
         tools = await executor.live_tools(app, binding, timeout)
         served = replace(app, bindings={**app.bindings, "mcp": replace(binding, tools=tools)})
         self._live[app.app_id] = (app, served)
+        await self._remember_tools(app, tools)
         return served
+
+    async def _remember_tools(self, app: Descriptor, tools: tuple[Tool, ...]) -> None:
+        """Keep an MCP server's tools on disk, for searches that must not start it."""
+        from aai_gateway.search import server_tools  # noqa: PLC0415 (search loads when used)
+
+        changed = await asyncio.to_thread(server_tools.remember, self.settings.cache_dir, app, tools)
+        if changed and "finder" in self.__dict__:
+            self.finder.changed()
+
+    async def search(self, query: Any, limit: Any = None) -> tuple[str, dict[str, Any]]:
+        """aai:search: the operations that best fit `query`, as text for the model and as structured content."""
+        from aai_gateway.search import results  # noqa: PLC0415 (search loads at the first search)
+
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidParams("query must be a non-empty text saying what the user wants done")
+        if len(query) > results.MAX_QUERY:
+            raise InvalidParams(f"query is {len(query)} characters long; at most {results.MAX_QUERY} are taken")
+        limit = results.DEFAULT_LIMIT if limit is None else limit
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= results.MAX_LIMIT:
+            raise InvalidParams(f"limit must be a whole number from 1 to {results.MAX_LIMIT}, got {limit!r}")
+        found, usage = await self.finder.search(query, limit)
+        names = self.spelling
+        return results.answer(found, usage, exec_name=names.exec, discover_name=names.discover)
+
+    @cached_property
+    def finder(self) -> Finder:
+        """The search over installed apps, web apps found before, the library and the stores."""
+        from aai_gateway.search.finder import Finder  # noqa: PLC0415 (search loads at the first search)
+
+        def web() -> list[tuple[str, Descriptor]]:
+            return [(found.site.origin, found.descriptor) for found in self.web_apps.all()]
+
+        return Finder(self.settings, apps=self.apps, web_apps=web, history=self.history)
 
     def _stop_unserved(self, served: set[str]) -> None:
         """Stop the servers of apps a rescan removed (an MCP server's process), in the background."""

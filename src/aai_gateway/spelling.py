@@ -1,8 +1,8 @@
 """How the gateway's own tools are spelled, in the two spellings `toolNames` chooses between.
 
 `"strict"` (the default) matches `^[a-zA-Z0-9_-]{1,64}$`, the only names many MCP clients accept
-(`app_com_apple_mail`, `aai_exec`, `aai_batch`, `web_discover`); `"seed"` is the protocol's own
-(`app:com.apple.mail`, `aai:exec`, `aai:batch`, `web:discover`). Every text an agent reads names the tools
+(`app_com_apple_mail`, `aai_exec`, `aai_batch`, `aai_search`, `web_discover`); `"seed"` is the protocol's own
+(`app:com.apple.mail`, `aai:exec`, `aai:batch`, `aai:search`, `web:discover`). Every text an agent reads names the tools
 in the spelling that is listed, so it lives below everything that writes such a text.
 """
 
@@ -19,6 +19,7 @@ SEED_APP_PREFIX = "app:"
 SEED_EXEC = "aai:exec"
 SEED_BATCH = "aai:batch"
 SEED_DISCOVER = "web:discover"
+SEED_SEARCH = "aai:search"
 MAX = 64
 STRICT_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _NOT_STRICT = re.compile(r"[^a-zA-Z0-9_-]")
@@ -38,6 +39,7 @@ class Spelling:
     batch: str
     discover: str
     guide_prefix: str
+    search: str
 
     def guide_pattern(self) -> str:
         """How the guide tools are named, for texts that speak of all of them."""
@@ -45,8 +47,10 @@ class Spelling:
 
 
 SPELLINGS = {
-    SEED: Spelling(SEED_EXEC, SEED_BATCH, SEED_DISCOVER, SEED_APP_PREFIX),
-    STRICT: Spelling(strict(SEED_EXEC), strict(SEED_BATCH), strict(SEED_DISCOVER), strict(SEED_APP_PREFIX)),
+    SEED: Spelling(SEED_EXEC, SEED_BATCH, SEED_DISCOVER, SEED_APP_PREFIX, SEED_SEARCH),
+    STRICT: Spelling(
+        strict(SEED_EXEC), strict(SEED_BATCH), strict(SEED_DISCOVER), strict(SEED_APP_PREFIX), strict(SEED_SEARCH)
+    ),
 }
 
 

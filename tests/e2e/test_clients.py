@@ -75,7 +75,7 @@ async def check_a_client_session(session: ClientSession) -> None:
     """What every client does first: list, read a guide, run an operation, get an argument wrong."""
     tools = (await session.list_tools()).tools
     names = [tool.name for tool in tools]
-    assert names == ["app_dev_aai_echo", "app_dev_aai_notes", "web_discover", "aai_exec", "aai_batch"]
+    assert names == ["aai_search", "aai_exec", "aai_batch", "web_discover", "app_dev_aai_echo", "app_dev_aai_notes"]
     assert all(CLIENT_NAME.match(name) for name in names), names
     guide = text_of(await session.call_tool("app_dev_aai_echo", {}))
     assert 'aai_exec({\napp: "dev.aai.echo",\ntool: "echo",' in guide
@@ -143,7 +143,7 @@ async def test_an_unknown_tool_name_is_a_protocol_error(bus: Bus, tmp_path: Path
             await session.call_tool("no_such_tool", {})
     assert raised.value.error.code == -32602
     assert raised.value.error.data == {"type": "TOOL_NOT_FOUND", "detail": raised.value.error.data["detail"]}
-    assert "app_<appId>, aai_exec, aai_batch, web_discover" in raised.value.error.message
+    assert "app_<appId>, aai_search, aai_exec, aai_batch, web_discover" in raised.value.error.message
 
 
 @asynccontextmanager
@@ -196,7 +196,14 @@ async def test_every_text_names_tools_as_they_are_listed(bus: Bus, echo_app: Non
     if style == "strict":
         assert all(CLIENT_NAME.match(name) for name in listed), listed
     else:
-        assert listed == ["app:dev.aai.echo", "app:dev.aai.notes", "web:discover", "aai:exec", "aai:batch"]
+        assert listed == [
+            "aai:search",
+            "aai:exec",
+            "aai:batch",
+            "web:discover",
+            "app:dev.aai.echo",
+            "app:dev.aai.notes",
+        ]
     other = SEED_NAMES if style == "strict" else STRICT_NAMES
     joined = "\n".join(texts)
     assert "needs the user's consent" in joined  # the consent instructions were among the texts
@@ -221,7 +228,7 @@ def inspector_checks(target: list[str], env: dict[str, str]) -> None:
     listing = inspector(*target, "--method", "tools/list", "--strict", env=env)
     assert listing.returncode == 0, listing.stderr
     names = [tool["name"] for tool in json.loads(listing.stdout)["tools"]]
-    assert names == ["app_dev_aai_echo", "app_dev_aai_notes", "web_discover", "aai_exec", "aai_batch"]
+    assert names == ["aai_search", "aai_exec", "aai_batch", "web_discover", "app_dev_aai_echo", "app_dev_aai_notes"]
     assert not listing.stderr.strip(), listing.stderr  # the Inspector's portability check: nothing to report
     guide = inspector(*target, "--method", "tools/call", "--tool-name", "app_dev_aai_notes", env=env)
     assert guide.returncode == 0, guide.stderr
@@ -258,7 +265,15 @@ async def test_tools_are_listed_in_the_same_order_every_time(bus: Bus, tmp_path:
     for app_id in ("org.zeta.app", "com.alpha.app", "net.mid-dle.app"):
         (home / ".aai" / app_id).mkdir(parents=True)
         (home / ".aai" / app_id / "aai.json").write_text(json.dumps({**descriptor, "appId": app_id}))
-    expected = ["app_com_alpha_app", "app_net_mid-dle_app", "app_org_zeta_app", "web_discover", "aai_exec", "aai_batch"]
+    expected = [
+        "aai_search",
+        "aai_exec",
+        "aai_batch",
+        "web_discover",
+        "app_com_alpha_app",
+        "app_net_mid-dle_app",
+        "app_org_zeta_app",
+    ]
     env = env_of(bus, home)
     for _ in range(2):
         async with stdio_session(env, tmp_path / "stderr.log") as session:

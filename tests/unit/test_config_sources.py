@@ -12,7 +12,7 @@ from aai_gateway.config import Settings, config_value, known_keys, load_settings
 def test_every_config_key_with_one_value_names_a_settings_field() -> None:
     names = {f.name for f in fields(Settings)}
     table = setting_fields()
-    assert set(table) | {"web", "consent", "llm", "telemetry", "apps"} == set(known_keys())
+    assert set(table) | {"web", "consent", "llm", "search", "telemetry", "apps"} == set(known_keys())
     assert {key: name for key, name in table.items() if name not in names} == {}
     assert table["enableWebUI"] == "enable_web_ui"
     assert table["web.allowHttpLoopback"] == "web_allow_http_loopback"

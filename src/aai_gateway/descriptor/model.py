@@ -67,6 +67,8 @@ class Tool:
     """Seconds; None means the app's or the gateway's default."""
     options: Mapping[str, Any] = field(default_factory=dict)
     annotations: Annotations = field(default_factory=Annotations)
+    aliases: tuple[str, ...] = ()
+    """Other words for the operation, in any language, that search matches (never shown in the guide)."""
 
     @property
     def read_only(self) -> bool:
@@ -159,6 +161,7 @@ class Descriptor:
                             "options": _plain(t.options),
                             "annotations": t.annotations.to_json(),
                         }
+                        | ({"aliases": list(t.aliases)} if t.aliases else {})
                         for t in b.tools
                     ],
                 }

@@ -2,8 +2,8 @@
 
 Matching ignores case and accents. Every word of the query must match somewhere in an entry; each word
 scores by where it matched best (the id or a name or alias exactly, then their start, then inside them,
-then a tool name, then the description or the reason the entry is in), and entries are ranked by the
-sum, then by name.
+then a tool's name or one of its aliases, then the description or the reason the entry is in), and
+entries are ranked by the sum, then by name.
 """
 
 from __future__ import annotations
@@ -57,11 +57,20 @@ def score(entry: Entry, word: str) -> int:
         return START
     if any(word in label for label in labels):
         return INSIDE
-    if any(word in fold(tool) for tool in entry.tools):
+    if any(word in words for words in tool_words(entry)):
         return TOOL
     if word in fold(entry.description) or word in fold(entry.why):
         return TEXT
     return 0
+
+
+def tool_words(entry: Entry) -> list[str]:
+    """The entry's tool names and, where its descriptor is at hand, their aliases (in any language), folded."""
+    words = [fold(tool) for tool in entry.tools]
+    if entry.descriptor is not None:
+        tools = (tool for binding in entry.descriptor.bindings.values() for tool in binding.tools)
+        words += [fold(alias) for tool in tools for alias in tool.aliases]
+    return words
 
 
 def near(entries: Sequence[Entry], app_id: str, n: int = 3) -> list[str]:

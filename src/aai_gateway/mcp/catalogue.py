@@ -11,6 +11,7 @@ from typing import Any
 
 from aai_gateway.descriptor.guide import catalogue_entry
 from aai_gateway.mcp.names import Names
+from aai_gateway.search.schema import OUTPUT_SCHEMA as SEARCH_OUTPUT_SCHEMA
 from aai_gateway.service import MAX_BATCH, Gateway
 from aai_gateway.spelling import spelling
 
@@ -22,6 +23,18 @@ DISCOVER_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"url": {"type": "string", "description": "Web app URL, domain, or name"}},
     "required": ["url"],
+}
+SEARCH_DESCRIPTION = (
+    "Find the app operation for a task, in any language: searches installed apps, MCP servers, the library "
+    "and stores. Parameters: query, limit (5, at most 25). Each hit gives app, tool and args to run it."
+)
+SEARCH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "What the user wants done, in their words"},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 25, "default": 5, "description": "Most hits"},
+    },
+    "required": ["query"],
 }
 EXEC_DESCRIPTION = "Execute app operation. Parameters: app, tool, args. Use after reading guide."
 EXEC_SCHEMA: dict[str, Any] = {
@@ -115,13 +128,44 @@ DISCOVER_ANNOTATIONS: dict[str, Any] = {"title": "Discover a web app", "readOnly
 EXEC_ANNOTATIONS: dict[str, Any] = {"title": "Run an app operation", "destructiveHint": True, "openWorldHint": True}
 """It runs whatever operation it is given, so it may change or delete things, in apps or on the web."""
 BATCH_ANNOTATIONS: dict[str, Any] = {**EXEC_ANNOTATIONS, "title": "Run app operations in a batch"}
+SEARCH_ANNOTATIONS: dict[str, Any] = {"title": "Find an app operation", "readOnlyHint": True, "openWorldHint": True}
 
 
 def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
-    """The guide model's tools: one guide entry per app, then discovery, exec and batch.
+    """The guide model's tools: the fixed ones first (search, exec, batch, discovery), then one guide entry per
+    app. Clients that pass only the first N tools to their model (Cursor 40, Windsurf 50) keep the fixed ones
+    however many apps there are.
 
     Keys follow the SDK's field order (annotations last), so both answer paths write the same bytes."""
-    tools: list[dict[str, Any]] = [
+    fixed: list[dict[str, Any]] = [
+        {
+            "name": names.search,
+            "description": SEARCH_DESCRIPTION,
+            "inputSchema": SEARCH_SCHEMA,
+            "outputSchema": SEARCH_OUTPUT_SCHEMA,
+            "annotations": SEARCH_ANNOTATIONS,
+        },
+        {
+            "name": names.exec,
+            "description": EXEC_DESCRIPTION,
+            "inputSchema": EXEC_SCHEMA,
+            "annotations": EXEC_ANNOTATIONS,
+        },
+        {
+            "name": names.batch,
+            "description": BATCH_DESCRIPTION,
+            "inputSchema": batch_schema(names.style),
+            "outputSchema": BATCH_OUTPUT_SCHEMA,
+            "annotations": BATCH_ANNOTATIONS,
+        },
+        {
+            "name": names.discover,
+            "description": DISCOVER_DESCRIPTION,
+            "inputSchema": DISCOVER_SCHEMA,
+            "annotations": DISCOVER_ANNOTATIONS,
+        },
+    ]
+    guides = [
         {
             "name": names.guide(app.app_id),
             "description": catalogue_entry(app),
@@ -130,29 +174,4 @@ def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
         }
         for app in gateway.apps()
     ]
-    tools.append(
-        {
-            "name": names.discover,
-            "description": DISCOVER_DESCRIPTION,
-            "inputSchema": DISCOVER_SCHEMA,
-            "annotations": DISCOVER_ANNOTATIONS,
-        }
-    )
-    tools.append(
-        {
-            "name": names.exec,
-            "description": EXEC_DESCRIPTION,
-            "inputSchema": EXEC_SCHEMA,
-            "annotations": EXEC_ANNOTATIONS,
-        }
-    )
-    tools.append(
-        {
-            "name": names.batch,
-            "description": BATCH_DESCRIPTION,
-            "inputSchema": batch_schema(names.style),
-            "outputSchema": BATCH_OUTPUT_SCHEMA,
-            "annotations": BATCH_ANNOTATIONS,
-        }
-    )
-    return tools
+    return fixed + guides

@@ -1,8 +1,9 @@
 """MCP tool names in both spellings, and what a called name means.
 
 By default the listed names match `^[a-zA-Z0-9_-]{1,64}$` (`app_com_apple_mail`, `aai_exec`, `aai_batch`,
-`web_discover`, direct calls `com_apple_mail__send_email`), the only names many clients accept;
-`toolNames: "seed"` lists the protocol's own (`app:com.apple.mail`, `aai:exec`, `aai:batch`, `web:discover`,
+`aai_search`, `web_discover`, direct calls `com_apple_mail__send_email`), the only names many clients accept;
+`toolNames: "seed"` lists the protocol's own (`app:com.apple.mail`, `aai:exec`, `aai:batch`, `aai:search`,
+`web:discover`,
 `com.apple.mail:send_email`). Calls are accepted in either spelling whatever the setting.
 """
 
@@ -14,15 +15,26 @@ from dataclasses import dataclass
 from typing import Literal
 
 from aai_gateway.descriptor import Descriptor
-from aai_gateway.spelling import MAX, SEED, SEED_APP_PREFIX, SEED_BATCH, SEED_DISCOVER, SEED_EXEC, STRICT, strict
+from aai_gateway.spelling import (
+    MAX,
+    SEED,
+    SEED_APP_PREFIX,
+    SEED_BATCH,
+    SEED_DISCOVER,
+    SEED_EXEC,
+    SEED_SEARCH,
+    STRICT,
+    strict,
+)
 from aai_gateway.spelling import spelling as spelling_of
 
 APP_PREFIX = SEED_APP_PREFIX
 EXEC = SEED_EXEC
 BATCH = SEED_BATCH
 DISCOVER = SEED_DISCOVER
+SEARCH = SEED_SEARCH
 
-Kind = Literal["guide", "exec", "batch", "discover", "direct"]
+Kind = Literal["guide", "exec", "batch", "discover", "search", "direct"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +63,7 @@ class Names:
             strict(EXEC): Target("exec"),
             strict(BATCH): Target("batch"),
             strict(DISCOVER): Target("discover"),
+            strict(SEARCH): Target("search"),
         }
         self._guide_names: dict[str, str] = {}
         for app in apps:
@@ -78,6 +91,10 @@ class Names:
     def discover(self) -> str:
         return self.spelling.discover
 
+    @property
+    def search(self) -> str:
+        return self.spelling.search
+
     def guide(self, app_id: str) -> str:
         return APP_PREFIX + app_id if self.style == SEED else self._guide_names[app_id]
 
@@ -93,6 +110,8 @@ class Names:
             return Target("batch")
         if name == DISCOVER:
             return Target("discover")
+        if name == SEARCH:
+            return Target("search")
         if name.startswith(APP_PREFIX):
             return Target("guide", name[len(APP_PREFIX) :])
         if name in self._strict:

@@ -174,7 +174,7 @@ class GatewayServer:
 
     def _no_such_tool(self, name: str) -> ToolNotFound:
         names = self.names
-        fixed = f"{names.spelling.guide_pattern()}, {names.exec}, {names.batch}, {names.discover}"
+        fixed = f"{names.spelling.guide_pattern()}, {names.search}, {names.exec}, {names.batch}, {names.discover}"
         return ToolNotFound(
             f"no tool named '{name}'; the tools are {fixed} and {names.direct_pattern()} (see resources/list)"
         )
@@ -192,6 +192,9 @@ class GatewayServer:
             return _result(await self.gateway.call(app, tool, args, caller))
         if target.kind == "direct":
             return _result(await self.gateway.call(target.app_id, target.tool, arguments, caller))
+        if target.kind == "search":
+            text, found = await self.gateway.search(arguments.get("query"), arguments.get("limit"))
+            return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=found)
         if target.kind == "batch":
             calls, parallel, stop_on_error = _batch_arguments(arguments, self.names.batch)
             report = await self.gateway.batch(calls, caller, parallel=parallel, stop_on_error=stop_on_error)

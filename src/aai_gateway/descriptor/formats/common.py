@@ -7,7 +7,7 @@ from typing import Any
 
 from aai_gateway.descriptor.model import Annotations, Name, Tool
 
-TOOL_FIELDS = frozenset({"name", "description", "parameters", "returns", "timeout", "annotations"})
+TOOL_FIELDS = frozenset({"name", "description", "aliases", "parameters", "returns", "timeout", "annotations"})
 
 ENVELOPE = {"linux": "ipc", "macos": "apple-events", "windows": "com-ipc"}
 """Shapes B and C send one JSON envelope per call; what carries it depends on the platform."""
@@ -31,4 +31,5 @@ def make_tool(raw: Mapping[str, Any], extra: Mapping[str, Any] | None = None, *,
         timeout=None if timeout is None else float(timeout) * timeout_scale,
         options=options,
         annotations=Annotations.from_json(raw.get("annotations")),
+        aliases=tuple(raw.get("aliases", ())),
     )

@@ -1,0 +1,126 @@
+"""The search core over values: analysis, BM25F, fusion, folding and "nothing fits"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aai_gateway.search.analysis import fold, split_identifier, tokens
+from aai_gateway.search.documents import Operation
+from aai_gateway.search.index import SearchIndex
+
+
+def op(app: str, tool: str, description: str = "", **more: Any) -> Operation:
+    return Operation(
+        app_id=app,
+        app_name=app.rsplit(".", 1)[-1],
+        tool=tool,
+        description=description,
+        parameters=more.pop("parameters", {}),
+        **more,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "identifier", "expected"),
+    [
+        ("setVolume", True, [{"set"}, {"volume", "volum"}]),
+        ("list_players", True, [{"list"}, {"players", "player", "play"}]),
+        ("HTTPServer", True, [{"http"}, {"server"}]),
+        ("Bibliothèque", False, [{"bibliotheque", "bibliothequ"}]),
+        ("电池还剩多少", False, [{"电池"}, {"池还"}, {"还剩"}, {"剩多"}, {"多少"}]),
+        ("音", False, [{"音"}]),
+        ("42 pages", False, [{"pages", "page", "pag"}]),
+    ],
+)
+def test_tokens(text: str, identifier: bool, expected: list[set[str]]) -> None:
+    got = [set(t) for t in tokens(text, identifier=identifier)]
+    assert [e <= g for e, g in zip(expected, got, strict=True)] == [True] * len(expected), got
+
+
+def test_folding_and_identifiers() -> None:
+    assert fold("LAUTSTÄRKE") == "lautstarke"
+    assert split_identifier("getMPRISPlayerName") == "get MPRIS Player Name"
+
+
+@given(st.text(max_size=300))
+def test_any_text_is_analysed_without_error(text: str) -> None:
+    for token in tokens(text, identifier=True):
+        assert token
+        assert all(term for term in token)
+
+
+def test_a_huge_text_is_cut() -> None:
+    assert len(tokens("word " * 100_000)) == 4000
+
+
+CATALOGUE = [
+    op(
+        "org.mpris.mediaplayer2",
+        "pause",
+        "Pause playback, keeping the position.",
+        aliases=["music", "Musik"],
+        tool_aliases=["anhalten"],
+    ),
+    op("org.mpris.mediaplayer2", "play", "Start or resume playback.", aliases=["music", "Musik"]),
+    op("org.mpris.mediaplayer2", "set_volume", "Set the player's volume, 0.0 to 1.0.", tool_aliases=["Lautstärke"]),
+    op("org.freedesktop.upower", "battery_level", "How full the battery is, in percent.", tool_aliases=["电池电量"]),
+    op("org.dunstproject.dunst", "set_do_not_disturb", "Turn do-not-disturb on or off."),
+    op(
+        "org.example.weather",
+        "get_current_weather",
+        "Weather now at a place.",
+        parameters={"properties": {"unit": {"enum": ["celsius", "fahrenheit"]}}},
+    ),
+    op("org.other.weather", "get_current_weather", "Current weather for a city."),
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "app", "tool"),
+    [
+        ("pause the music", "org.mpris.mediaplayer2", "pause"),
+        ("Musik anhalten", "org.mpris.mediaplayer2", "pause"),
+        ("lautstärke", "org.mpris.mediaplayer2", "set_volume"),
+        ("电池电量还有多少", "org.freedesktop.upower", "battery_level"),
+        ("turn on do not disturb", "org.dunstproject.dunst", "set_do_not_disturb"),
+        ("weather in fahrenheit", "org.example.weather", "get_current_weather"),
+    ],
+)
+def test_the_right_operation_first(query: str, app: str, tool: str) -> None:
+    found = SearchIndex(CATALOGUE).search(query)
+    assert found.fits
+    assert (found.hits[0].operation.app_id, found.hits[0].operation.tool) == (app, tool)
+
+
+def test_same_named_tools_fold_into_the_best() -> None:
+    hits = SearchIndex(CATALOGUE).search("current weather", limit=5).hits
+    assert [h.operation.tool for h in hits].count("get_current_weather") == 1
+    assert hits[0].also_in in (("org.example.weather",), ("org.other.weather",))
+
+
+def test_nothing_fits_a_request_no_operation_serves() -> None:
+    found = SearchIndex(CATALOGUE).search("book a flight to Lisbon")
+    assert not found.fits
+    assert found.hits == ()
+    assert not SearchIndex([]).search("anything").fits
+
+
+def test_ties_go_to_what_ran_before() -> None:
+    twins = [op("org.a.app", "sync_files", "Sync the files."), op("org.b.app", "syncFiles", "Sync the files.")]
+    index = SearchIndex(twins)
+    plain = index.search("sync files").hits
+    assert plain[0].score == plain[1].score
+    assert plain[0].operation.app_id == "org.a.app"
+    favoured = index.search("sync files", successes={("org.b.app", "syncFiles"): 3}).hits
+    assert favoured[0].operation.app_id == "org.b.app"
+
+
+@given(st.lists(st.text(max_size=40), max_size=8), st.text(max_size=80))
+def test_hostile_names_and_queries_never_break_search(names: list[str], query: str) -> None:
+    ops = [op("org.x.app", name or "t", name) for name in names]
+    found = SearchIndex(ops).search(query, limit=3)
+    assert len(found.hits) <= 3
