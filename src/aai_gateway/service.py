@@ -39,7 +39,6 @@ from aai_gateway.errors import (
 from aai_gateway.executors import Executor, ListsTools, ToolCall
 from aai_gateway.executors import Forwarded as Forwarded  # noqa: PLC0414 (re-exported: what the MCP layer passes on)
 from aai_gateway.history import HISTORY_FILE, HistoryStore, Recorder, Redactor, known_secrets
-from aai_gateway.library.install import approval_source
 from aai_gateway.relay import Relay
 from aai_gateway.spelling import Spelling, spelling
 from aai_gateway.telemetry import start as start_telemetry
@@ -381,6 +380,8 @@ class Gateway:
     @cached_property
     def launches(self) -> LaunchGate:
         """The user's yes to the programs of MCP servers from a store or URL, asked for before they start."""
+        from aai_gateway.library.install import approval_source  # noqa: PLC0415 (the library loads when an MCP app is used)
+
         return LaunchGate(
             self.consent.store, partial(approval_source, self.settings.aai_home), lambda: self.consent.ui_url
         )

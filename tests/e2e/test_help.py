@@ -48,4 +48,4 @@ def test_the_top_level_help_names_every_command_and_what_call_does() -> None:
     listed = commands(columns=80)
     assert set(listed) >= {"apps", "auth", "call", "consent", "guide", "history", "validate"}
     assert listed["call"] == "Run one tool of an app and print its result."
-    assert set(commands("consent", columns=80)) == {"allow", "deny", "list", "revoke"}
+    assert set(commands("consent", columns=80)) == {"allow", "allow-server", "deny", "list", "revoke"}

@@ -8,7 +8,6 @@ from aai_gateway.cli.common import fail, settings_of
 from aai_gateway.consent import ConsentGate
 from aai_gateway.consent.launches import launch_line
 from aai_gateway.discovery import scan
-from aai_gateway.library.install import approval_source
 
 
 @click.command("allow-server", short_help="Approve the command line an MCP server's app starts.")
@@ -19,6 +18,8 @@ def allow_server(ctx: click.Context, app: str, yes: bool) -> None:
     """Show the program, arguments and environment APP's MCP server starts with, and approve that exact
     command line. A server installed from a store, a URL or the library starts only once approved; a change
     to its command line (an update) needs a new approval."""
+    from aai_gateway.library.install import approval_source
+
     settings = settings_of(ctx)
     found = scan(settings).apps.get(app)
     if found is None or found.mcp is None:

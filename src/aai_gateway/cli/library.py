@@ -73,10 +73,10 @@ def library(
         return
     settings = settings_of(ctx)
     from aai_gateway.library.presence import bus_problems, check
-    from aai_gateway.library.search import search
+    from aai_gateway.search.entries import ranked
 
     catalog = load_catalog(settings)
-    found = search(catalog.entries, " ".join(words))
+    found = ranked(catalog.entries, " ".join(words))
     present = asyncio.run(check(found, settings))
     rates = success_of(ctx)
     for problem in catalog.problems:

@@ -31,9 +31,9 @@ BUS_TIMEOUT = 1.0
 
 def find(entries: Iterable[Entry], query: str) -> list[Entry]:
     """The entries matching `query`, best first (every entry, by name, for none): the one place the page searches."""
-    from aai_gateway.library.search import search  # noqa: PLC0415 (the library loads when the page shows it)
+    from aai_gateway.search.entries import ranked  # noqa: PLC0415 (search loads when the page shows it)
 
-    return search(entries, query)
+    return ranked(entries, query)
 
 
 @dataclass(frozen=True, slots=True)
