@@ -70,6 +70,19 @@ _LIBRARIES: list[logging.Handler] = []
 print on stderr as they are)."""
 
 
+def reset() -> None:
+    """Take the gateway's handlers off its logger and Python's root logger, and close them (for tests, and
+    anything else that configures logging again): a closed file handler left on a logger would open its
+    file again at the next record and never close it."""
+    root = logging.getLogger("aai_gateway")
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+        handler.close()
+    _libraries([])
+    root.propagate = True
+    root.setLevel(logging.NOTSET)
+
+
 def _libraries(handlers: list[logging.Handler]) -> None:
     python = logging.getLogger()
     for handler in _LIBRARIES:

@@ -85,15 +85,10 @@ def session_bus(bus: Bus, monkeypatch: pytest.MonkeyPatch) -> Bus:
 @pytest.fixture
 def gateway_logs() -> Iterator[None]:
     """Undo `logs.configure` afterwards, so later tests see the default logging again."""
-    root = logging.getLogger("aai_gateway")
     try:
         yield
     finally:
-        for handler in list(root.handlers):
-            root.removeHandler(handler)
-            handler.close()
-        root.propagate = True
-        root.setLevel(logging.NOTSET)
+        logs.reset()
 
 
 def settings_of(home: Path, **env: str) -> Settings:

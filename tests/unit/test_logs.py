@@ -16,9 +16,7 @@ def _restore() -> Iterator[None]:
     root = logging.getLogger("aai_gateway")
     saved = (list(root.handlers), root.level, root.propagate)
     yield
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-        handler.close()
+    logs.reset()
     for handler in saved[0]:
         root.addHandler(handler)
     root.setLevel(saved[1])
