@@ -115,9 +115,12 @@ class Finder:
         catalog: Catalog,
     ) -> SearchIndex:
         started = time.perf_counter()
+        cached = sources.cached_web(
+            self.settings.cache_dir, self.settings.max_descriptor_bytes, {origin for origin, _ in web}
+        )
         operations = [
             *sources.installed(apps, self.settings.platform, self.settings.cache_dir),
-            *sources.web(web),
+            *sources.web([*web, *cached]),
             *sources.library(catalog.entries, {a.app_id for a in apps}),
         ]
         index = SearchIndex(operations, self._embedder)
