@@ -96,6 +96,8 @@ class Settings:
     tool_names: str = "strict"
     """How the gateway's tools are listed: "strict" (`aai_exec`) or "seed" (`aai:exec`)."""
     error_style: str = "result"
+    catalogue: str = "auto"
+    """`catalogue`: "auto", "apps" or "search": whether `tools/list` holds a guide tool per app."""
     """How tool errors come back: "result" (`isError` tool results) or "jsonrpc" (JSON-RPC errors)."""
     max_descriptor_bytes: int = 1024 * 1024
     history_retention_days: float = 30.0
@@ -378,6 +380,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         scan_interval_minutes=float(data.get("scanIntervalMinutes", 0)),
         tool_names=data.get("toolNames", "strict"),
         error_style=data.get("errorStyle", "result"),
+        catalogue=data.get("catalogue", "auto"),
         max_descriptor_bytes=data.get("maxDescriptorBytes", 1024 * 1024),
         history_retention_days=float(data.get("historyRetentionDays", 30)),
         require_history=data.get("requireHistory", False),

@@ -6,6 +6,7 @@ requests from them while the SDK is still being imported (see `early.py`).
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import Any
 
@@ -57,8 +58,9 @@ def instructions(style: str) -> str:
     """What `initialize` tells the client, naming the tools as they are listed."""
     names = spelling(style)
     return (
-        f"Each {names.guide_pattern()} tool returns that app's operation guide; "
-        f"then run an operation with {names.exec} {{app, tool, args}}."
+        f"Find the operation a task needs with {names.search} {{query}} first; it gives the app, the tool "
+        f"and its arguments. Each {names.guide_pattern()} tool returns that app's operation guide (callable "
+        f"whether it is listed or not); run an operation with {names.exec} {{app, tool, args}}."
     )
 
 
@@ -165,6 +167,9 @@ def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
             "annotations": DISCOVER_ANNOTATIONS,
         },
     ]
+    mode = gateway.settings.catalogue
+    if mode == "search":
+        return fixed
     guides = [
         {
             "name": names.guide(app.app_id),
@@ -174,4 +179,21 @@ def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
         }
         for app in gateway.apps()
     ]
+    if mode == "auto" and not fits(fixed, guides):
+        return fixed
     return fixed + guides
+
+
+AUTO_MOST_TOOLS = 30
+AUTO_MOST_TOKENS = 3000
+"""What `catalogue: "auto"` lists apps within: a share of the context of a small model, and within the
+first 40 tools Cursor passes on beside other servers' tools."""
+
+
+def fits(fixed: list[dict[str, Any]], guides: list[dict[str, Any]]) -> bool:
+    """Whether a listing with every app's guide tool stays within `AUTO_MOST_TOOLS` and `AUTO_MOST_TOKENS`
+    (estimated as bytes / 4, the usual measure for English and JSON)."""
+    if len(fixed) + len(guides) > AUTO_MOST_TOOLS:
+        return False
+    size = len(json.dumps(fixed + guides, separators=(",", ":"), ensure_ascii=False).encode())
+    return size // 4 <= AUTO_MOST_TOKENS
