@@ -133,6 +133,9 @@ class Settings:
     apps: Mapping[str, AppSettings] = field(default_factory=dict)
     consent_default: str = "ask"
     consent_read_only: str = "ask"
+    consent_install: str = "ask"
+    """`consent.install`: whether an agent's `aai_install` asks the user ("ask"), installs bundled entries that
+    run no program unasked ("library"), or is refused ("deny"). `consent.default` never approves an install."""
     """"allow": tools marked read-only need no question when no stored decision or rule decides."""
     consent_rules: tuple[ConsentRule, ...] = ()
     consent_wait_seconds: float = 0
@@ -405,6 +408,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         apps=apps,
         consent_default=consent.get("default", "ask"),
         consent_read_only=consent.get("readOnly", "ask"),
+        consent_install=consent.get("install", "ask"),
         consent_rules=rules,
         consent_wait_seconds=float(consent.get("waitSeconds", 0)),
         search_semantic=data.get("search", {}).get("semantic", False),
