@@ -57,13 +57,30 @@ def size(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
 
 
-def main(apps: int, tools: int) -> None:
+def listing_of(apps: int, tools: int, catalogue: str) -> tuple[dict[str, Any], int]:
     with tempfile.TemporaryDirectory() as tmp:
         write_home(Path(tmp) / ".aai", apps, tools)
+        (Path(tmp) / ".aai" / "config.json").write_text(json.dumps({"catalogue": catalogue}))
         env = dict(os.environ, HOME=tmp, AAI_PLATFORM="linux")
         env.pop("AAI_HOME", None)
         env.pop("XDG_CACHE_HOME", None)
-        listing, wire = gateway_listing(env)
+        return gateway_listing(env)
+
+
+def modes(tools: int) -> None:
+    """What each `catalogue` mode lists, for a few numbers of apps."""
+    print(f"\ncatalogue modes ({tools} tools per app): tools listed, bytes, ~tokens")
+    print(f"  {'apps':>5}  {'apps mode':>26}  {'search mode':>22}  {'auto mode':>22}")
+    for apps in (1, 10, 26, 40, 100):
+        cells = []
+        for catalogue in ("apps", "search", "auto"):
+            listing, _ = listing_of(apps, tools, catalogue)
+            cells.append(f"{len(listing['tools']):4} {size(listing):8} ~{size(listing) // 4:6}")
+        print(f"  {apps:>5}  {cells[0]:>26}  {cells[1]:>22}  {cells[2]:>22}")
+
+
+def main(apps: int, tools: int) -> None:
+    listing, wire = listing_of(apps, tools, "apps")
     flat = flat_listing(apps, tools)
     ours, theirs = size(listing), size(flat)
     print(f"{apps} apps x {tools} tools")
@@ -73,6 +90,7 @@ def main(apps: int, tools: int) -> None:
     print(f"  {'gateway tools/list, line on the wire':<42} {'':11} {wire:9} bytes")
     print(f"  {'ratio (target <= 3 %)':<42} {100 * ours / theirs:.2f} %")
     print(f"  {'largest entry':<42} {max(size(t) for t in listing['tools'])} bytes")
+    modes(tools)
 
 
 if __name__ == "__main__":

@@ -96,6 +96,8 @@ class Settings:
     tool_names: str = "strict"
     """How the gateway's tools are listed: "strict" (`aai_exec`) or "seed" (`aai:exec`)."""
     error_style: str = "result"
+    catalogue: str = "auto"
+    """`catalogue`: "auto", "apps" or "search": whether `tools/list` holds a guide tool per app."""
     """How tool errors come back: "result" (`isError` tool results) or "jsonrpc" (JSON-RPC errors)."""
     max_descriptor_bytes: int = 1024 * 1024
     history_retention_days: float = 30.0
@@ -131,6 +133,9 @@ class Settings:
     apps: Mapping[str, AppSettings] = field(default_factory=dict)
     consent_default: str = "ask"
     consent_read_only: str = "ask"
+    consent_install: str = "ask"
+    """`consent.install`: whether an agent's `aai_install` asks the user ("ask"), installs bundled entries that
+    run no program unasked ("library"), or is refused ("deny"). `consent.default` never approves an install."""
     """"allow": tools marked read-only need no question when no stored decision or rule decides."""
     consent_rules: tuple[ConsentRule, ...] = ()
     consent_wait_seconds: float = 0
@@ -378,6 +383,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         scan_interval_minutes=float(data.get("scanIntervalMinutes", 0)),
         tool_names=data.get("toolNames", "strict"),
         error_style=data.get("errorStyle", "result"),
+        catalogue=data.get("catalogue", "auto"),
         max_descriptor_bytes=data.get("maxDescriptorBytes", 1024 * 1024),
         history_retention_days=float(data.get("historyRetentionDays", 30)),
         require_history=data.get("requireHistory", False),
@@ -402,6 +408,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         apps=apps,
         consent_default=consent.get("default", "ask"),
         consent_read_only=consent.get("readOnly", "ask"),
+        consent_install=consent.get("install", "ask"),
         consent_rules=rules,
         consent_wait_seconds=float(consent.get("waitSeconds", 0)),
         search_semantic=data.get("search", {}).get("semantic", False),

@@ -216,7 +216,26 @@ class Gateway:
             raise InvalidParams(f"limit must be a whole number from 1 to {results.MAX_LIMIT}, got {limit!r}")
         found, usage = await self.finder.search(query, limit)
         names = self.spelling
-        return results.answer(found, usage, exec_name=names.exec, discover_name=names.discover)
+        return results.answer(
+            found, usage, exec_name=names.exec, install_name=names.install, discover_name=names.discover
+        )
+
+    async def install(self, app_id: Any, caller: Caller) -> str:
+        """aai:install: a library or store entry installed with the user's yes; the answer is its guide."""
+        from aai_gateway.search import install  # noqa: PLC0415 (the library loads when an agent installs)
+
+        if not isinstance(app_id, str) or not app_id.strip():
+            raise InvalidParams("app must be the id of a library or store entry, as aai_search gives it")
+        if self.registry.get(app_id) is not None:
+            return f"{app_id} is installed already.\n\n{self.guide(app_id)}"
+        found = await install.offer(self.settings, await self.finder.catalogue(), app_id)
+        await install.agree(self.settings, found, caller.name, caller.ask, self.consent.ui_url)
+        await asyncio.to_thread(install.write, found, self.settings.aai_home, self.consent)
+        changed = self.rescan() | {found.app.app_id}
+        for listener in self.listeners:
+            await listener(changed)
+        log.info("%s installed %s from %s", caller.name, found.app.app_id, found.source)
+        return f"Installed {found.app.name} ({found.app.app_id}) from {found.source}.\n\n{self.guide(found.app.app_id)}"
 
     @cached_property
     def finder(self) -> Finder:

@@ -20,6 +20,7 @@ SEED_EXEC = "aai:exec"
 SEED_BATCH = "aai:batch"
 SEED_DISCOVER = "web:discover"
 SEED_SEARCH = "aai:search"
+SEED_INSTALL = "aai:install"
 MAX = 64
 STRICT_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _NOT_STRICT = re.compile(r"[^a-zA-Z0-9_-]")
@@ -40,6 +41,7 @@ class Spelling:
     discover: str
     guide_prefix: str
     search: str
+    install: str
 
     def guide_pattern(self) -> str:
         """How the guide tools are named, for texts that speak of all of them."""
@@ -47,9 +49,14 @@ class Spelling:
 
 
 SPELLINGS = {
-    SEED: Spelling(SEED_EXEC, SEED_BATCH, SEED_DISCOVER, SEED_APP_PREFIX, SEED_SEARCH),
+    SEED: Spelling(SEED_EXEC, SEED_BATCH, SEED_DISCOVER, SEED_APP_PREFIX, SEED_SEARCH, SEED_INSTALL),
     STRICT: Spelling(
-        strict(SEED_EXEC), strict(SEED_BATCH), strict(SEED_DISCOVER), strict(SEED_APP_PREFIX), strict(SEED_SEARCH)
+        strict(SEED_EXEC),
+        strict(SEED_BATCH),
+        strict(SEED_DISCOVER),
+        strict(SEED_APP_PREFIX),
+        strict(SEED_SEARCH),
+        strict(SEED_INSTALL),
     ),
 }
 

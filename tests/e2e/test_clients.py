@@ -28,8 +28,22 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 CLIENT_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """The tool names Claude Desktop and Code, Codex, Copilot and others accept."""
 STDIO_CLIENTS = ["claude-desktop", "claude-code", "vscode", "codex"]
-SEED_NAMES = (r"\baai:exec\b", r"\baai:batch\b", r"\bweb:discover\b", r"\bapp:[\w<]")
-STRICT_NAMES = (r"\baai_exec\b", r"\baai_batch\b", r"\bweb_discover\b", r"\bapp_(?:<appId>|dev_)")
+SEED_NAMES = (
+    r"\baai:exec\b",
+    r"\baai:batch\b",
+    r"\baai:search\b",
+    r"\baai:install\b",
+    r"\bweb:discover\b",
+    r"\bapp:[\w<]",
+)
+STRICT_NAMES = (
+    r"\baai_exec\b",
+    r"\baai_batch\b",
+    r"\baai_search\b",
+    r"\baai_install\b",
+    r"\bweb_discover\b",
+    r"\bapp_(?:<appId>|dev_)",
+)
 """The other spelling's names, as they would appear in a text (not "app: " of an example or in prose)."""
 INSPECTOR = ROOT / "tests" / "inspector" / "node_modules"
 
@@ -75,7 +89,15 @@ async def check_a_client_session(session: ClientSession) -> None:
     """What every client does first: list, read a guide, run an operation, get an argument wrong."""
     tools = (await session.list_tools()).tools
     names = [tool.name for tool in tools]
-    assert names == ["aai_search", "aai_exec", "aai_batch", "web_discover", "app_dev_aai_echo", "app_dev_aai_notes"]
+    assert names == [
+        "aai_search",
+        "aai_install",
+        "aai_exec",
+        "aai_batch",
+        "web_discover",
+        "app_dev_aai_echo",
+        "app_dev_aai_notes",
+    ]
     assert all(CLIENT_NAME.match(name) for name in names), names
     guide = text_of(await session.call_tool("app_dev_aai_echo", {}))
     assert 'aai_exec({\napp: "dev.aai.echo",\ntool: "echo",' in guide
@@ -143,7 +165,7 @@ async def test_an_unknown_tool_name_is_a_protocol_error(bus: Bus, tmp_path: Path
             await session.call_tool("no_such_tool", {})
     assert raised.value.error.code == -32602
     assert raised.value.error.data == {"type": "TOOL_NOT_FOUND", "detail": raised.value.error.data["detail"]}
-    assert "app_<appId>, aai_search, aai_exec, aai_batch, web_discover" in raised.value.error.message
+    assert "app_<appId>, aai_search, aai_install, aai_exec, aai_batch, web_discover" in raised.value.error.message
 
 
 @asynccontextmanager
@@ -198,6 +220,7 @@ async def test_every_text_names_tools_as_they_are_listed(bus: Bus, echo_app: Non
     else:
         assert listed == [
             "aai:search",
+            "aai:install",
             "aai:exec",
             "aai:batch",
             "web:discover",
@@ -228,7 +251,15 @@ def inspector_checks(target: list[str], env: dict[str, str]) -> None:
     listing = inspector(*target, "--method", "tools/list", "--strict", env=env)
     assert listing.returncode == 0, listing.stderr
     names = [tool["name"] for tool in json.loads(listing.stdout)["tools"]]
-    assert names == ["aai_search", "aai_exec", "aai_batch", "web_discover", "app_dev_aai_echo", "app_dev_aai_notes"]
+    assert names == [
+        "aai_search",
+        "aai_install",
+        "aai_exec",
+        "aai_batch",
+        "web_discover",
+        "app_dev_aai_echo",
+        "app_dev_aai_notes",
+    ]
     assert not listing.stderr.strip(), listing.stderr  # the Inspector's portability check: nothing to report
     guide = inspector(*target, "--method", "tools/call", "--tool-name", "app_dev_aai_notes", env=env)
     assert guide.returncode == 0, guide.stderr
@@ -267,6 +298,7 @@ async def test_tools_are_listed_in_the_same_order_every_time(bus: Bus, tmp_path:
         (home / ".aai" / app_id / "aai.json").write_text(json.dumps({**descriptor, "appId": app_id}))
     expected = [
         "aai_search",
+        "aai_install",
         "aai_exec",
         "aai_batch",
         "web_discover",

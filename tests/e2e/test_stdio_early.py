@@ -65,7 +65,7 @@ def test_early_answers_are_the_sdks(home: Path, version: str, names: str) -> Non
     sdk = answers(home, data, fast=False, toolNames=names)
     assert [a["id"] for a in sdk] == [1, 2]
     assert early == sdk
-    assert len(early[1]["result"]["tools"]) == 6
+    assert len(early[1]["result"]["tools"]) == 7
 
 
 def test_an_initialize_the_sdk_would_refuse_is_left_to_it(home: Path) -> None:

@@ -188,7 +188,7 @@ async def test_discover_returns_the_guide_caches_it_and_exec_reaches_the_app(
         assert meta["fetched_at"].endswith("Z")
 
         names = [t.name for t in (await client.list_tools()).tools]
-        assert names == ["aai_search", "aai_exec", "aai_batch", "web_discover"], (
+        assert names == ["aai_search", "aai_install", "aai_exec", "aai_batch", "web_discover"], (
             "web apps are fetched lazily, not listed"
         )
         assert text_of(await client.call_tool(f"app:{APP_ID}", {})) == guide
@@ -210,6 +210,24 @@ async def test_discover_returns_the_guide_caches_it_and_exec_reaches_the_app(
         error = await error_of(client, "web_discover", {"url": site.url})
         assert (error.code, error.data["type"]) == (-32013, "API_REQUEST_FAILED")
         assert f"cannot connect to 127.0.0.1:{site.port}" in error.data["detail"]
+
+
+async def test_search_finds_a_web_app_discovered_before_by_its_site(tmp_path: Path, sites: list[SiteServer]) -> None:
+    site = start_site(sites)
+    site.files[WELL_KNOWN] = descriptor(site.url + "/api")
+    home = make_home(tmp_path, LOOPBACK)
+    async with session(home, tmp_path) as client:
+        await discover(client, site.url)
+        found = (await client.call_tool("aai_search", {"query": "echo a text back"})).structured_content
+        assert found is not None
+        assert (found["results"][0]["app"]["id"], found["results"][0]["tool"]) == (site.url, "echo")
+    async with session(home, tmp_path) as client:  # another run: the web app comes from the cache
+        found = (await client.call_tool("aai_search", {"query": "echo a text back"})).structured_content
+        assert found is not None
+        hit = found["results"][0]
+        assert (hit["app"]["id"], hit["tool"], hit["installed"]) == (site.url, "echo", True)
+        assert site.hits == [WELL_KNOWN], "searching reads the cache, never the site"
+        await exec_reaches_the_app(client, hit["app"]["id"])
 
 
 async def test_a_stale_entry_is_served_with_a_warning_while_the_site_is_down(

@@ -22,7 +22,7 @@ from typing import Any
 
 from aai_gateway import paths
 from aai_gateway.descriptor.validate import read_bytes
-from aai_gateway.discovery.sites import Site
+from aai_gateway.discovery.sites import Site, url_site
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +101,35 @@ def read(cache_dir: Path, site: Site, max_bytes: int) -> tuple[Entry | None, str
     if digest(data) != meta.sha256:
         return None, f"{DESCRIPTOR} does not match the sha256 of its meta"
     return Entry(data, meta), ""
+
+
+MAX_SITES = 1000
+"""Cached sites `every` looks at."""
+
+
+def every(cache_dir: Path, max_bytes: int) -> list[tuple[Site, Entry]]:
+    """Every site in the cache with an entry that is not broken (fresh or not), in folder order; the rest
+    are skipped. Reads files: call it off the event loop."""
+    try:
+        folders = sorted(p for p in cache_dir.iterdir() if (p / META).is_file())[:MAX_SITES]
+    except OSError:
+        return []
+    found = []
+    for where in folders:
+        raw, problem = read_bytes(where / META, 64 * 1024)
+        try:
+            meta = Meta.from_json(json.loads(raw or b"")) if problem is None else None
+        except (ValueError, RecursionError):
+            meta = None
+        if meta is None:
+            continue
+        site = url_site(meta.url)
+        if site is None or site.well_known_url != meta.url or folder(cache_dir, site) != where:
+            continue
+        entry, _ = read(cache_dir, site, max_bytes)
+        if entry is not None:
+            found.append((site, entry))
+    return found
 
 
 def write(cache_dir: Path, site: Site, data: bytes, meta: Meta) -> None:

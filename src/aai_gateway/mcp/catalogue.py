@@ -6,6 +6,7 @@ requests from them while the SDK is still being imported (see `early.py`).
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import Any
 
@@ -36,6 +37,15 @@ SEARCH_SCHEMA: dict[str, Any] = {
     },
     "required": ["query"],
 }
+INSTALL_DESCRIPTION = (
+    "Install an app that search found in the library or a store, once the user agrees. "
+    "Parameters: app (its id). Returns the app's guide, so its operations can run at once."
+)
+INSTALL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"app": {"type": "string", "description": "The entry's app id, as search gives it"}},
+    "required": ["app"],
+}
 EXEC_DESCRIPTION = "Execute app operation. Parameters: app, tool, args. Use after reading guide."
 EXEC_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -57,8 +67,10 @@ def instructions(style: str) -> str:
     """What `initialize` tells the client, naming the tools as they are listed."""
     names = spelling(style)
     return (
-        f"Each {names.guide_pattern()} tool returns that app's operation guide; "
-        f"then run an operation with {names.exec} {{app, tool, args}}."
+        f"Find the operation a task needs with {names.search} {{query}} first; it gives the app, the tool "
+        f"and its arguments, and {names.install} {{app}} installs an app it found that is not installed yet. "
+        f"Each {names.guide_pattern()} tool returns that app's operation guide (callable whether it is listed "
+        f"or not); run an operation with {names.exec} {{app, tool, args}}."
     )
 
 
@@ -128,11 +140,19 @@ DISCOVER_ANNOTATIONS: dict[str, Any] = {"title": "Discover a web app", "readOnly
 EXEC_ANNOTATIONS: dict[str, Any] = {"title": "Run an app operation", "destructiveHint": True, "openWorldHint": True}
 """It runs whatever operation it is given, so it may change or delete things, in apps or on the web."""
 BATCH_ANNOTATIONS: dict[str, Any] = {**EXEC_ANNOTATIONS, "title": "Run app operations in a batch"}
+INSTALL_ANNOTATIONS: dict[str, Any] = {
+    "title": "Install an app",
+    "readOnlyHint": False,
+    "destructiveHint": False,
+    "idempotentHint": True,
+    "openWorldHint": True,
+}
+"""It adds an app (never replaces one) and installing it twice changes nothing more."""
 SEARCH_ANNOTATIONS: dict[str, Any] = {"title": "Find an app operation", "readOnlyHint": True, "openWorldHint": True}
 
 
 def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
-    """The guide model's tools: the fixed ones first (search, exec, batch, discovery), then one guide entry per
+    """The guide model's tools: the fixed ones first (search, install, exec, batch, discovery), then one guide entry per
     app. Clients that pass only the first N tools to their model (Cursor 40, Windsurf 50) keep the fixed ones
     however many apps there are.
 
@@ -144,6 +164,12 @@ def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
             "inputSchema": SEARCH_SCHEMA,
             "outputSchema": SEARCH_OUTPUT_SCHEMA,
             "annotations": SEARCH_ANNOTATIONS,
+        },
+        {
+            "name": names.install,
+            "description": INSTALL_DESCRIPTION,
+            "inputSchema": INSTALL_SCHEMA,
+            "annotations": INSTALL_ANNOTATIONS,
         },
         {
             "name": names.exec,
@@ -165,6 +191,9 @@ def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
             "annotations": DISCOVER_ANNOTATIONS,
         },
     ]
+    mode = gateway.settings.catalogue
+    if mode == "search":
+        return fixed
     guides = [
         {
             "name": names.guide(app.app_id),
@@ -174,4 +203,21 @@ def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
         }
         for app in gateway.apps()
     ]
+    if mode == "auto" and not fits(fixed, guides):
+        return fixed
     return fixed + guides
+
+
+AUTO_MOST_TOOLS = 30
+AUTO_MOST_TOKENS = 3000
+"""What `catalogue: "auto"` lists apps within: a share of the context of a small model, and within the
+first 40 tools Cursor passes on beside other servers' tools."""
+
+
+def fits(fixed: list[dict[str, Any]], guides: list[dict[str, Any]]) -> bool:
+    """Whether a listing with every app's guide tool stays within `AUTO_MOST_TOOLS` and `AUTO_MOST_TOKENS`
+    (estimated as bytes / 4, the usual measure for English and JSON)."""
+    if len(fixed) + len(guides) > AUTO_MOST_TOOLS:
+        return False
+    size = len(json.dumps(fixed + guides, separators=(",", ":"), ensure_ascii=False).encode())
+    return size // 4 <= AUTO_MOST_TOKENS

@@ -22,6 +22,7 @@ from aai_gateway.spelling import (
     SEED_BATCH,
     SEED_DISCOVER,
     SEED_EXEC,
+    SEED_INSTALL,
     SEED_SEARCH,
     STRICT,
     strict,
@@ -33,8 +34,9 @@ EXEC = SEED_EXEC
 BATCH = SEED_BATCH
 DISCOVER = SEED_DISCOVER
 SEARCH = SEED_SEARCH
+INSTALL = SEED_INSTALL
 
-Kind = Literal["guide", "exec", "batch", "discover", "search", "direct"]
+Kind = Literal["guide", "exec", "batch", "discover", "search", "install", "direct"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,7 @@ class Names:
             strict(BATCH): Target("batch"),
             strict(DISCOVER): Target("discover"),
             strict(SEARCH): Target("search"),
+            strict(INSTALL): Target("install"),
         }
         self._guide_names: dict[str, str] = {}
         for app in apps:
@@ -95,6 +98,10 @@ class Names:
     def search(self) -> str:
         return self.spelling.search
 
+    @property
+    def install(self) -> str:
+        return self.spelling.install
+
     def guide(self, app_id: str) -> str:
         return APP_PREFIX + app_id if self.style == SEED else self._guide_names[app_id]
 
@@ -112,6 +119,8 @@ class Names:
             return Target("discover")
         if name == SEARCH:
             return Target("search")
+        if name == INSTALL:
+            return Target("install")
         if name.startswith(APP_PREFIX):
             return Target("guide", name[len(APP_PREFIX) :])
         if name in self._strict:

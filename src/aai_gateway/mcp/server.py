@@ -174,7 +174,10 @@ class GatewayServer:
 
     def _no_such_tool(self, name: str) -> ToolNotFound:
         names = self.names
-        fixed = f"{names.spelling.guide_pattern()}, {names.search}, {names.exec}, {names.batch}, {names.discover}"
+        fixed = (
+            f"{names.spelling.guide_pattern()}, {names.search}, {names.install}, {names.exec}, {names.batch}, "
+            f"{names.discover}"
+        )
         return ToolNotFound(
             f"no tool named '{name}'; the tools are {fixed} and {names.direct_pattern()} (see resources/list)"
         )
@@ -195,6 +198,8 @@ class GatewayServer:
         if target.kind == "search":
             text, found = await self.gateway.search(arguments.get("query"), arguments.get("limit"))
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=found)
+        if target.kind == "install":
+            return _text(await self.gateway.install(arguments.get("app"), caller))
         if target.kind == "batch":
             calls, parallel, stop_on_error = _batch_arguments(arguments, self.names.batch)
             report = await self.gateway.batch(calls, caller, parallel=parallel, stop_on_error=stop_on_error)

@@ -83,7 +83,7 @@ class Finder:
         usage = await self._used()
         successes = {key: u.ok for key, u in usage.items()}
         found = await asyncio.to_thread(index.search, query, limit, successes)
-        here = await self._present(await self._catalogue())
+        here = await self._present(await self.catalogue())
         hits = tuple(replace(hit, operation=sources.on_this_machine(hit.operation, here)) for hit in found.hits)
         return replace(found, hits=hits), usage
 
@@ -91,7 +91,7 @@ class Finder:
         async with self._lock:
             apps = list(self._apps())
             web = list(self._web_apps())
-            catalog = await self._catalogue()
+            catalog = await self.catalogue()
             if self.settings.search_semantic and not self._embedder_tried:
                 self._embedder_tried = True
                 self._embedder = await asyncio.to_thread(semantic.load)
@@ -115,9 +115,12 @@ class Finder:
         catalog: Catalog,
     ) -> SearchIndex:
         started = time.perf_counter()
+        cached = sources.cached_web(
+            self.settings.cache_dir, self.settings.max_descriptor_bytes, {origin for origin, _ in web}
+        )
         operations = [
             *sources.installed(apps, self.settings.platform, self.settings.cache_dir),
-            *sources.web(web),
+            *sources.web([*web, *cached]),
             *sources.library(catalog.entries, {a.app_id for a in apps}),
         ]
         index = SearchIndex(operations, self._embedder)
@@ -130,7 +133,8 @@ class Finder:
     async def _on_this_machine(self, catalog: Catalog) -> Mapping[str, Presence]:
         return await presence.check(catalog.entries, self.settings)
 
-    async def _catalogue(self) -> Catalog:
+    async def catalogue(self) -> Catalog:
+        """The bundled library merged with the stores' entries (fetched at most once per `STORE_REFRESH`)."""
         now = time.monotonic()
         if self._catalog is not None and now - self._catalog[0] < STORE_REFRESH:
             return self._catalog[1]

@@ -39,7 +39,7 @@ def hit_json(hit: Hit, usage: Mapping[tuple[str, str], Usage]) -> dict[str, Any]
 
 
 def answer(
-    found: Found, usage: Mapping[tuple[str, str], Usage], *, exec_name: str, discover_name: str
+    found: Found, usage: Mapping[tuple[str, str], Usage], *, exec_name: str, install_name: str, discover_name: str
 ) -> tuple[str, dict[str, Any]]:
     """The text for the model and the structured content of one search."""
     if not found.fits:
@@ -53,7 +53,7 @@ def answer(
     lines = []
     for number, (hit, shown) in enumerate(zip(found.hits, results, strict=True), 1):
         op = hit.operation
-        state = "installed" if op.installed else f"not installed: {op.source}, `aai-gateway install {op.app_id}`"
+        state = "installed" if op.installed else f"not installed ({op.source}): {install_name} {{app: {op.app_id}}}"
         if not op.runnable:
             state += f"; cannot run here: {op.why_not}"
         marks = [k for k, v in op.annotations.items() if v and k in ("readOnlyHint", "destructiveHint")]

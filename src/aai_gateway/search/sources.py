@@ -8,6 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from aai_gateway.descriptor import Descriptor, Tool
+from aai_gateway.descriptor.validate import check_bytes
+from aai_gateway.discovery import webcache
 from aai_gateway.library.entries import Entry
 from aai_gateway.library.presence import Found
 from aai_gateway.search.documents import Operation
@@ -34,6 +36,20 @@ def web(apps: Iterable[tuple[str, Descriptor]]) -> list[Operation]:
         binding = app.bindings.get("web")
         tools = binding.tools if binding else ()
         found.extend(_operations(app, tools, source="installed", installed=True, app_id=origin))
+    return found
+
+
+def cached_web(cache_dir: Path, max_bytes: int, known: set[str]) -> list[tuple[str, Descriptor]]:
+    """Web apps discovered before, by this gateway or another run, from the `.well-known` cache; by origin.
+    Those in `known` (found in this run) are left out. Searching shows them; running one discovers it
+    again, with every check that entails."""
+    found = []
+    for site, entry in webcache.every(cache_dir, max_bytes):
+        if site.origin in known:
+            continue
+        loaded = check_bytes(entry.data, site.well_known_url)
+        if loaded.descriptor is not None and "web" in loaded.descriptor.bindings:
+            found.append((site.origin, loaded.descriptor))
     return found
 
 
