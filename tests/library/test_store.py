@@ -11,12 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import pytest
 
 from aai_gateway.library.entries import BUNDLED, Catalog, bundled
 from aai_gateway.library.store import merge, parse_index, publish, version_key
+from tests import support
 from tests.support import TEST_APPS, gateway_command
 
 ECHO = "dev.aai.echo"
@@ -82,18 +82,9 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base
 
 
-@contextmanager
-def served(root: Path) -> Iterator[str]:
+def served(root: Path) -> AbstractContextManager[str]:
     """A loopback HTTP server for the files under `root`, while the block runs; its base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    return support.served(partial(Quiet, directory=str(root)))  # type: ignore[arg-type]  # a bound handler class
 
 
 def home_with(tmp_path: Path, stores: list[str], **config: Any) -> dict[str, str]:

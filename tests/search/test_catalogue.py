@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from aai_gateway.library.entries import apps_root
-from tests.e2e.mcp_client import Inbox, stdio_session, text_of
+from tests.e2e.mcp_client import Consenter, Inbox, stdio_session, text_of
 from tests.mcpservers.servers import descriptor, hostile
 from tests.support import TEST_APPS, Bus, install_descriptor
 
@@ -20,12 +20,14 @@ pytestmark = pytest.mark.anyio
 FIXED = ["aai_search", "aai_install", "aai_exec", "aai_batch", "web_discover"]
 
 
-def crowded_home(tmp_path: Path, servers: int = 4, **config: Any) -> Path:
-    """The echo app, every library entry and `servers` MCP servers installed: 39 apps with four servers."""
+def crowded_home(tmp_path: Path, servers: int = 4, leave_out: str = "", **config: Any) -> Path:
+    """The echo app, every library entry but `leave_out` and `servers` MCP servers installed."""
     home = tmp_path / "home"
     aai = home / ".aai"
     install_descriptor(aai, TEST_APPS / "dev.aai.echo" / "aai.json")
     for entry in apps_root().iterdir():
+        if entry.name == leave_out:
+            continue
         (aai / entry.name).mkdir(parents=True)
         shutil.copyfile(str(entry / "aai.json"), aai / entry.name / "aai.json")
     for number in range(servers):
@@ -44,10 +46,11 @@ def env_of(home: Path, bus: Bus) -> dict[str, str]:
 async def test_a_client_that_sees_40_tools_still_finds_and_runs_an_operation(
     tmp_path: Path, bus: Bus, echo_app: None
 ) -> None:
-    home = crowded_home(tmp_path, catalogue="apps")
-    async with stdio_session(env_of(home, bus), tmp_path / "gateway.log") as session:
+    home = crowded_home(tmp_path, catalogue="apps", leave_out="org.freedesktop.dbus")
+    user = Consenter("app")
+    async with stdio_session(env_of(home, bus), tmp_path / "gateway.log", consent=user) as session:
         listed = [t.name for t in (await session.list_tools()).tools]
-        assert len(listed) >= 39 + len(FIXED)
+        assert len(listed) >= 38 + len(FIXED)  # the echo app, 33 library entries, 4 MCP servers
         seen = listed[:40]  # what Cursor passes to its model
         assert seen[: len(FIXED)] == FIXED
         found = (await session.call_tool("aai_search", {"query": "negate a boolean"})).structured_content
