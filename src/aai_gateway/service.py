@@ -207,13 +207,7 @@ class Gateway:
         """aai:search: the operations that best fit `query`, as text for the model and as structured content."""
         from aai_gateway.search import results  # noqa: PLC0415 (search loads at the first search)
 
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidParams("query must be a non-empty text saying what the user wants done")
-        if len(query) > results.MAX_QUERY:
-            raise InvalidParams(f"query is {len(query)} characters long; at most {results.MAX_QUERY} are taken")
-        limit = results.DEFAULT_LIMIT if limit is None else limit
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= results.MAX_LIMIT:
-            raise InvalidParams(f"limit must be a whole number from 1 to {results.MAX_LIMIT}, got {limit!r}")
+        query, limit = results.checked(query, limit)
         found, usage = await self.finder.search(query, limit)
         names = self.spelling
         return results.answer(

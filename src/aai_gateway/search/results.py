@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from aai_gateway.errors import InvalidParams
 from aai_gateway.search.finder import Usage
 from aai_gateway.search.index import Found, Hit
 
@@ -12,6 +13,18 @@ MAX_LIMIT = 25
 DEFAULT_LIMIT = 5
 MAX_QUERY = 1000
 """Characters a query may hold."""
+
+
+def checked(query: Any, limit: Any) -> tuple[str, int]:
+    """`aai_search`'s arguments, or INVALID_PARAMS saying which is wrong and how."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidParams("query must be a non-empty text saying what the user wants done")
+    if len(query) > MAX_QUERY:
+        raise InvalidParams(f"query is {len(query)} characters long; at most {MAX_QUERY} are taken")
+    limit = DEFAULT_LIMIT if limit is None else limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidParams(f"limit must be a whole number from 1 to {MAX_LIMIT}, got {limit!r}")
+    return query, limit
 
 
 def hit_json(hit: Hit, usage: Mapping[tuple[str, str], Usage]) -> dict[str, Any]:
