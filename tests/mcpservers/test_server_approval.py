@@ -231,6 +231,17 @@ async def test_an_update_that_changes_the_command_line_is_asked_again(setup: Set
     assert "--extra-argument" in question, question
 
 
+def test_update_shows_a_changed_command_line_and_how_to_approve_it(setup: Setup) -> None:
+    setup.install()
+    assert setup.cli("consent", "allow-server", APP, "--yes").returncode == 0
+    setup.publish(setup.entry("--another-argument", version="1.2.0"))
+    done = setup.cli("update", APP)
+    assert done.returncode == 0, done.stderr
+    assert f"Updated {APP} from 1.0.0 to 1.2.0" in done.stdout
+    assert "--another-argument" in done.stdout
+    assert APPROVE in done.stdout
+
+
 async def test_a_descriptor_the_user_wrote_runs_without_a_question(setup: Setup) -> None:
     folder = setup.home / ".aai" / APP
     folder.mkdir()

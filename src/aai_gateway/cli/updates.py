@@ -52,7 +52,9 @@ def update(ctx: click.Context, ids: tuple[str, ...], force: bool) -> None:
     Prints which tools each update added, changed or removed. A descriptor edited since it was
     installed is left as it is unless --force, which keeps a copy of it. Exit 1 when one was not updated.
     """
-    from aai_gateway.library.install import EditedFile
+    from aai_gateway.consent import ConsentGate
+    from aai_gateway.consent.preview import server_report
+    from aai_gateway.library.install import EditedFile, approval_source
     from aai_gateway.library.updates import outdated as find
     from aai_gateway.library.updates import update as update_one
 
@@ -89,5 +91,9 @@ def update(ctx: click.Context, ids: tuple[str, ...], force: bool) -> None:
         kept = f" (your edited copy is kept in {done.done.backup})" if done.done.backup else ""
         click.echo(f"Updated {item.app_id} from {done.before} to {done.done.app.version}{kept}: {done.done.path}")
         click.echo("\n".join(done.changes.lines()))
+        binding = done.done.app.mcp
+        if binding is not None:  # the command line it now runs, and whether it waits for a new approval
+            origin = approval_source(settings.aai_home, item.app_id)
+            click.echo("\n".join(server_report(ConsentGate(settings), done.done.app, binding, origin)))
     if failed:
         fail("not every app was updated (see above)", 1)
