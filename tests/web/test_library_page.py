@@ -40,7 +40,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "type": "mcp",
         "command": "/usr/bin/demo-server",
         "args": ["--stdio", "--root", "/srv/data"],
-        "env": {"MODE": "demo", "TOKEN": {"$env": "DEMO_TOKEN"}},
+        "env": {"MODE": "demo", "TOKEN": {"$env": "DEMO_TOKEN"}, "API_KEY": "sk-written-in-the-file"},
     }
     add_entry(root, SERVER, json.dumps(descriptor(SERVER, execution)).encode())
     doc = json.loads((root / "index.json").read_text())
@@ -127,7 +127,9 @@ def test_an_mcp_server_shows_its_program_before_it_is_installed(ui: Ui) -> None:
     assert "is an MCP server. Installing it lets the gateway start it:" in review
     assert "Starts the program <code>/usr/bin/demo-server</code> with the arguments <code>--stdio</code>, " in review
     assert "<code>MODE</code>: demo" in review
-    assert "<code>TOKEN</code>: from the gateway's environment variable DEMO_TOKEN" in review
+    assert "<code>TOKEN</code>: $env:DEMO_TOKEN" in review
+    assert "<code>API_KEY</code>: [redacted]" in review  # masked as the approval question masks it
+    assert "sk-written-in-the-file" not in review
     assert not target.exists()
 
     wrong = ui.client.post(f"{LIBRARY}/install?from=library", data={"app": SERVER, "csrf": csrf, "confirm": "0" * 64})
@@ -138,6 +140,20 @@ def test_an_mcp_server_shows_its_program_before_it_is_installed(ui: Ui) -> None:
     assert done.status_code == 200, done.text
     assert f"({SERVER}) was installed: {target}" in text(done)
     assert target.is_file()
+
+
+def test_updating_an_mcp_server_shows_what_it_now_runs(ui: Ui, store: str) -> None:
+    aai = ui.gateway.settings.aai_home
+    older = descriptor(SERVER, {"type": "mcp", "command": "/usr/bin/demo-server", "args": ["--old"]})
+    older["version"] = "0.9.0"
+    install(json.dumps(older).encode(), store, aai)  # from the store, an earlier version
+    csrf = ui.login()
+    done = ui.client.post(f"{LIBRARY}/update", data={"app": SERVER, "csrf": csrf}, headers={"origin": ORIGIN})
+    assert done.status_code == 200, done.text
+    said = text(done)
+    assert f"{SERVER} was updated from 0.9.0 to 1.0.0" in said
+    assert "arguments: --stdio --root /srv/data" in said
+    assert f"aai-gateway consent allow-server {SERVER}" in said
 
 
 def test_an_app_that_cannot_run_here_says_why_once(ui: Ui, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,15 +8,15 @@ known once fetched, is shown that way first and installed only when the same byt
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from aai_gateway.consent.launches import LaunchLine, launch_line
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.errors import AaiError
 from aai_gateway.history import HistoryUnavailable
@@ -36,37 +36,11 @@ def find(entries: Iterable[Entry], query: str) -> list[Entry]:
     return ranked(entries, query)
 
 
-@dataclass(frozen=True, slots=True)
-class Launch:
-    """What an MCP-server entry starts or reaches, as the page shows it before installing."""
-
-    command: str
-    args: tuple[str, ...]
-    env: tuple[tuple[str, str], ...]
-    url: str
-
-
-def launch_of(app: Descriptor | None) -> Launch | None:
-    """The program, arguments and environment (or URL) of an MCP-server descriptor; None for other apps."""
+def launch_of(app: Descriptor | None) -> LaunchLine | None:
+    """The program, arguments and environment (or URL) an MCP-server descriptor runs, secrets masked, as the
+    approval question shows them; None for other apps."""
     binding = app.mcp if app is not None else None
-    if binding is None:
-        return None
-    options = binding.options
-    env = options.get("env") if isinstance(options.get("env"), Mapping) else {}
-    return Launch(
-        command=str(options.get("command") or ""),
-        args=tuple(str(a) for a in options.get("args") or ()),
-        env=tuple((str(k), _env_value(v)) for k, v in (env or {}).items()),
-        url=str(options.get("url") or ""),
-    )
-
-
-def _env_value(value: Any) -> str:
-    if isinstance(value, Mapping) and "$env" in value:
-        return f"from the gateway's environment variable {value['$env']}"
-    if isinstance(value, Mapping) and "$keyring" in value:
-        return f"from the secret store ({value['$keyring']})"
-    return str(value)
+    return launch_line(app.app_id, binding.options, binding.auth) if app is not None and binding is not None else None
 
 
 class LibraryPages:
@@ -80,7 +54,7 @@ class LibraryPages:
         message: str = "",
         report: tuple[str, ...] = (),
         status: int = 200,
-        review: tuple[Entry, Launch, str] | None = None,
+        review: tuple[Entry, LaunchLine, str] | None = None,
     ) -> Response:
         from aai_gateway.library import presence  # noqa: PLC0415
         from aai_gateway.library.updates import outdated  # noqa: PLC0415
@@ -158,8 +132,9 @@ class LibraryPages:
 
     async def update(self, request: Request) -> Response:
         """Update one installed entry to the newer version the library or a store offers."""
+        from aai_gateway.consent.preview import server_report  # noqa: PLC0415
         from aai_gateway.discovery.wellknown import url_fetcher  # noqa: PLC0415
-        from aai_gateway.library.install import EditedFile  # noqa: PLC0415
+        from aai_gateway.library.install import EditedFile, approval_source  # noqa: PLC0415
         from aai_gateway.library.updates import outdated, update  # noqa: PLC0415
 
         form = await request.form(max_fields=10)
@@ -178,4 +153,9 @@ class LibraryPages:
             return await self.page(request, f"{item.app_id} was not updated: {exc}", status=409)
         await self.pages.rescan_apps()
         said = f"{item.app_id} was updated from {done.before} to {done.done.app.version}: {done.done.path}"
-        return await self.page(request, said, ("Tools:", *done.changes.lines()))
+        lines = ["Tools:", *done.changes.lines()]
+        binding = done.done.app.mcp
+        if binding is not None:  # the command line it now runs, and whether it waits for a new approval
+            origin = approval_source(settings.aai_home, item.app_id)
+            lines += server_report(self.gateway.consent, done.done.app, binding, origin)
+        return await self.page(request, said, tuple(lines))
