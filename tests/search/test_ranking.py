@@ -8,9 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aai_gateway.descriptor import Name
+from aai_gateway.library.entries import Entry
 from aai_gateway.search.analysis import fold, split_identifier, tokens
 from aai_gateway.search.documents import Operation
 from aai_gateway.search.index import SearchIndex
+from aai_gateway.search.sources import library
 
 
 def op(app: str, tool: str, description: str = "", **more: Any) -> Operation:
@@ -124,3 +127,25 @@ def test_hostile_names_and_queries_never_break_search(names: list[str], query: s
     ops = [op("org.x.app", name or "t", name) for name in names]
     found = SearchIndex(ops).search(query, limit=3)
     assert len(found.hits) <= 3
+
+
+def test_a_store_entry_known_only_by_its_index_is_searched_by_its_tool_names() -> None:
+    entry = Entry(
+        app_id="com.example.notes",
+        names=(Name("Notes", "en"),),
+        description="Take notes",
+        version="1.0.0",
+        source="https://store.example/index.json",
+        aliases=("memo",),
+        tools=("add_note", "list_notes"),
+    )
+    found = SearchIndex(library([entry], set())).search("add a note")
+    assert found.fits
+    hit = found.hits[0].operation
+    assert (hit.app_id, hit.tool, hit.source, hit.installed) == (
+        "com.example.notes",
+        "add_note",
+        "https://store.example/index.json",
+        False,
+    )
+    assert hit.parameters == {}

@@ -63,40 +63,18 @@ def library(entries: Iterable[Entry], installed_ids: set[str]) -> list[Operation
     for entry in entries:
         if entry.app_id in installed_ids:
             continue
-        runnable, why_not = False, UNKNOWN
+        app = entry.descriptor or Descriptor(
+            entry.app_id, entry.names, entry.description, {}, "camel", aliases=entry.aliases, version=entry.version
+        )
+        tools: Iterable[Tool] = (
+            [t for b in entry.descriptor.bindings.values() for t in b.tools]
+            if entry.descriptor is not None
+            else [Tool(name, "", {}) for name in entry.tools]
+        )
         source = "library" if entry.bundled else entry.source
-        if entry.descriptor is not None:
-            tools: Iterable[Tool] = [t for b in entry.descriptor.bindings.values() for t in b.tools]
-            found.extend(
-                _operations(
-                    entry.descriptor,
-                    tools,
-                    source=source,
-                    installed=False,
-                    runnable=runnable,
-                    why_not=why_not,
-                    context=entry.why,
-                )
-            )
-            continue
-        for name in entry.tools:
-            found.append(
-                Operation(
-                    app_id=entry.app_id,
-                    app_name=entry.name,
-                    tool=name,
-                    description="",
-                    parameters={},
-                    source=source,
-                    installed=False,
-                    runnable=runnable,
-                    why_not=why_not,
-                    app_names=[n.text for n in entry.names],
-                    aliases=entry.aliases,
-                    app_description=entry.description,
-                    context=entry.why,
-                )
-            )
+        found.extend(
+            _operations(app, tools, source=source, installed=False, runnable=False, why_not=UNKNOWN, context=entry.why)
+        )
     return found
 
 
