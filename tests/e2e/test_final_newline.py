@@ -7,26 +7,19 @@ import copy
 import hashlib
 import json
 import subprocess
-import threading
 from collections.abc import Iterator
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.mcp_client import error_of, stdio_session, text_of
+from tests.library.test_store import served
 from tests.support import TEST_APPS, Bus, gateway_command
 
 pytestmark = pytest.mark.e2e
 
 ECHO = json.loads((TEST_APPS / "dev.aai.echo" / "aai.json").read_text("utf-8"))
-
-
-class Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -39,16 +32,9 @@ def store(tmp_path: Path) -> Iterator[Path]:
     """A folder served over loopback HTTP; yields it, its URL in `url.txt`."""
     root = tmp_path / "store"
     root.mkdir()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    (tmp_path / "url.txt").write_text(f"http://127.0.0.1:{server.server_address[1]}")
-    try:
+    with served(root) as url:
+        (tmp_path / "url.txt").write_text(url)
         yield root
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 @pytest.mark.hostile("validation")

@@ -7,17 +7,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import suppress
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
-from tests.support import EXAMPLES, TEST_APPS, Bus, gateway_command, running, start_app
+from tests.support import EXAMPLES, TEST_APPS, Bus, gateway_command, running, served, start_app
 
 pytestmark = [pytest.mark.e2e]
 
@@ -106,16 +105,8 @@ class Completions(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def model_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Completions)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with served(Completions) as base:
+        yield f"{base}/v1"
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,9 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import partial
 from html import unescape
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +23,7 @@ import pytest
 
 from aai_gateway.web import UI_PATH
 from tests.e2e.mcp_client import Consenter, error_of, stdio_session, text_of
+from tests.library.test_store import served
 from tests.mcpservers.servers import alive, descriptor, hostile
 from tests.mcpservers.test_mcp_apps import exec_
 from tests.support import gateway_command, until
@@ -36,11 +34,6 @@ pytestmark = pytest.mark.anyio
 APP = "mcp.fromstore"
 GUIDE = "app_mcp_fromstore"
 APPROVE = f"aai-gateway consent allow-server {APP}"
-
-
-class Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 @dataclass
@@ -109,21 +102,13 @@ class Setup:
 def setup(tmp_path: Path) -> Iterator[Setup]:
     store = tmp_path / "store"
     store.mkdir()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(store)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    made = Setup(tmp_path, store, url, tmp_path / "started")
-    (made.home / ".aai").mkdir(parents=True)
-    config = {"storeUrls": [f"{url}/index.json"], "web": {"allowHttpLoopback": True}, "consent": {"default": "ask"}}
-    (made.home / ".aai" / "config.json").write_text(json.dumps(config))
-    made.publish(made.entry())
-    try:
+    with served(store) as url:
+        made = Setup(tmp_path, store, url, tmp_path / "started")
+        (made.home / ".aai").mkdir(parents=True)
+        config = {"storeUrls": [f"{url}/index.json"], "web": {"allowHttpLoopback": True}, "consent": {"default": "ask"}}
+        (made.home / ".aai" / "config.json").write_text(json.dumps(config))
+        made.publish(made.entry())
         yield made
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 async def refused(setup: Setup, kind: str) -> str:
