@@ -25,6 +25,8 @@ from aai_gateway.history import HISTORY_FILE, HistoryStore
 from aai_gateway.spelling import Spelling
 from aai_gateway.workflows.batch import MAX_BATCH as MAX_BATCH  # noqa: PLC0414 (re-exported for the MCP layer)
 from aai_gateway.workflows.batch import batch
+from aai_gateway.workflows.run import run_plan
+from aai_gateway.workflows.run import text as plan_text
 
 if TYPE_CHECKING:
     from aai_gateway.search.finder import Finder
@@ -136,6 +138,11 @@ class Gateway:
         self, calls: Sequence[Any], caller: Caller, *, parallel: bool = True, stop_on_error: bool = False
     ) -> dict[str, Any]:
         return await batch(self.calls, calls, caller, parallel=parallel, stop_on_error=stop_on_error)
+
+    async def run(self, plan: Any, caller: Caller) -> tuple[str, dict[str, Any], bool]:
+        """aai:run: a plan run whole; its answer as text for the model, as structured content, and whether it failed."""
+        report = await run_plan(plan, self.calls, caller)
+        return plan_text(report), report.to_json(), report.status != "ok"
 
     async def search(self, query: Any, limit: Any = None) -> tuple[str, dict[str, Any]]:
         """aai:search: the operations that best fit `query`, as text for the model and as structured content."""

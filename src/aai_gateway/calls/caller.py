@@ -33,4 +33,6 @@ class Caller:
     relay: Relay | None = field(default=None, compare=False, repr=False)
     """The way back to the client while a call runs (an MCP server's progress and questions), if any."""
     parent: str | None = field(default=None, compare=False, repr=False)
-    """The call id of the plan this call is a step of, if any: the history keeps it as the plan's child."""
+    """The call id of the plan run this call is a step of, if any: the history keeps it as the run's child."""
+    step: str | None = field(default=None, compare=False, repr=False)
+    """Which step of that run (`read`, `notify[2]`, `lower (undo)`)."""

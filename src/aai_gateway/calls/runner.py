@@ -82,8 +82,32 @@ class Calls:
                 caller = replace(caller, ask=span.asking(caller.ask))
             return await self._recorded(call_id, app_id, tool_name, args, caller)
 
+    async def run(
+        self,
+        app_id: str,
+        tool_name: str,
+        args: Mapping[str, Any],
+        caller: Caller,
+        work: Callable[[str], Awaitable[Any]],
+    ) -> Any:
+        """`work` (a plan) recorded as one call of `app_id`'s `tool_name`; it is given the record's id, which
+        the records of the calls it makes name as their parent."""
+        call_id = os.urandom(6).hex()
+
+        def working(asked: Callable[[str], None]) -> Awaitable[Any]:
+            return work(call_id)
+
+        return await self._recorded(call_id, app_id, tool_name, args, caller, work=working)
+
     async def _recorded(
-        self, call_id: str, app_id: str, tool_name: str, args: Mapping[str, Any], caller: Caller
+        self,
+        call_id: str,
+        app_id: str,
+        tool_name: str,
+        args: Mapping[str, Any],
+        caller: Caller,
+        *,
+        work: Callable[[Callable[[str], None]], Awaitable[Any]] | None = None,
     ) -> Any:
         shown_app, shown_tool = printable(app_id), printable(tool_name)  # what the log and history can write
         where = (call_id, caller.name, shown_app, shown_tool)
@@ -94,7 +118,11 @@ class Calls:
         late = time.monotonic() - caller.arrived if caller.arrived is not None else 0.0
         asked: list[str] = []  # how the consent question this call asked ended, if it asked one
         try:
-            calling = self._call(app_id, tool_name, args, caller, late, asked=asked.append)
+            calling: Awaitable[Any]
+            if work is None:
+                calling = self._call(app_id, tool_name, args, caller, late, asked=asked.append)
+            else:
+                calling = work(asked.append)
             result = await self._counted(asked_by(caller.name, caller.ask, calling))
         except AaiError as exc:
             elapsed = _ms(started)
