@@ -16,6 +16,7 @@ from aai_gateway.search.schema import OUTPUT_SCHEMA as SEARCH_OUTPUT_SCHEMA
 from aai_gateway.service import MAX_BATCH, Gateway
 from aai_gateway.spelling import spelling
 from aai_gateway.workflows.plan import MAX_ITEMS, MAX_STEPS
+from aai_gateway.workflows.run import ANY_JSON
 from aai_gateway.workflows.run import OUTPUT_SCHEMA as RUN_OUTPUT_SCHEMA
 
 SERVER_NAME = "aai-gateway"
@@ -84,7 +85,10 @@ RUN_SCHEMA: dict[str, Any] = {
                     "tool": {"type": "string"},
                     "args": {"type": "object", "description": "Arguments; ${…} reads inputs, steps, item"},
                     "if": {"type": "string", "description": "${query}: run only when true"},
-                    "forEach": {"description": f"${{query}} giving a list (≤ {MAX_ITEMS}): run once per item"},
+                    "forEach": {
+                        "anyOf": [{"type": "string"}, {"type": "array"}],
+                        "description": f"${{query}} giving a list (≤ {MAX_ITEMS}): run once per item",
+                    },
                     "undo": {
                         "type": "object",
                         "description": "How to put it back: {tool, args}, args may read args, result",
@@ -95,7 +99,7 @@ RUN_SCHEMA: dict[str, Any] = {
                 "required": ["id", "app", "tool"],
             },
         },
-        "output": {"description": 'What to answer, e.g. "${steps.read.result.title}"'},
+        "output": {**ANY_JSON, "description": 'What to answer, e.g. "${steps.read.result.title}"'},
         "onError": {"enum": ["rollback", "stop", "continue"], "default": "rollback"},
         "inputs": {"type": "object", "description": "Values the steps read as ${inputs.<name>}"},
         "timeout": {"type": "number", "description": "Seconds for the whole plan (300)"},

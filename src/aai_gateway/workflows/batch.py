@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -13,6 +12,8 @@ from aai_gateway.consent import Answer, Ask, Question
 from aai_gateway.errors import AaiError, InvalidParams
 from aai_gateway.spelling import spelling
 from aai_gateway.text import printable
+from aai_gateway.workflows.plan import Plan, Step
+from aai_gateway.workflows.runner import Outcome, Run
 
 MAX_BATCH = 100
 """Most calls one aai:batch may carry."""
@@ -23,52 +24,30 @@ async def batch(
 ) -> dict[str, Any]:
     """aai:batch: run `{app, tool, args}` calls, each as `call` runs one, and report on each in order.
 
-    In parallel up to maxConcurrentCalls at a time, or one after another. A failed call fails alone;
-    with `stop_on_error` the calls not started yet are skipped and those running finish. A malformed
-    entry is that entry's INVALID_PARAMS (not recorded, as aai:exec's own arguments are not). The user
-    is asked at most once per app and tool of the batch, and the answer serves all of its calls.
+    A plan whose steps refer to nothing, their arguments taken as they are: in parallel up to
+    maxConcurrentCalls at a time, or one after another. A failed call fails alone; with `stop_on_error`
+    the calls not started yet are skipped and those running finish. A malformed entry is that entry's
+    INVALID_PARAMS (not recorded, as aai:exec's own arguments are not). The user is asked at most once
+    per app and tool of the batch, and the answer serves all of its calls.
     """
     if not 1 <= len(entries_given) <= MAX_BATCH:
         raise InvalidParams(f"calls must hold 1 to {MAX_BATCH} calls, got {len(entries_given)}")
-    started = time.perf_counter()
     entries: list[BatchEntry | AaiError] = [_batch_entry(i, raw) for i, raw in enumerate(entries_given)]
     if caller.ask is not None:
         caller = replace(caller, ask=_ask_once(caller.ask, entries, spelling(calls.settings.tool_names).batch))
-    reports: list[dict[str, Any]] = [{}] * len(entries)
-    stopped = False
-    slots = asyncio.Semaphore(calls.settings.max_concurrent_calls)
-
-    async def run(index: int) -> None:
-        nonlocal stopped
-        entry = entries[index]
-        if stopped:
-            reports[index] = _batch_report(entry, "skipped")
-            return
-        begun = time.perf_counter()
-        failure = entry if isinstance(entry, AaiError) else None
-        if isinstance(entry, BatchEntry):
-            try:
-                result = await calls.call(entry.app, entry.tool, entry.args, caller)
-            except AaiError as exc:
-                failure = exc
-        if failure is None:
-            reports[index] = _batch_report(entry, "ok", _ms(begun), result=result)
-            return
-        stopped = stopped or stop_on_error
-        error = {"code": failure.code, "type": failure.type, "detail": failure.detail}
-        reports[index] = _batch_report(entry, "error", _ms(begun), error=error)
-
-    async def slotted(index: int) -> None:
-        async with slots:
-            await run(index)
-
-    if parallel:
-        await asyncio.gather(*(slotted(i) for i in range(len(entries))))
-    else:
-        for index in range(len(entries)):
-            await run(index)
+    steps = tuple(_step(index, entry) for index, entry in enumerate(entries))
+    plan = Plan(steps, on_error="stop" if stop_on_error else "continue", timeout=None)
+    report = await Run(plan, calls, caller, concurrency=None if parallel else 1).go()
+    reports = [_batch_report(entry, outcome) for entry, outcome in zip(entries, report.outcomes, strict=True)]
     counts = {status: sum(r["status"] == status for r in reports) for status in ("ok", "error", "skipped")}
-    return {"results": reports, **counts, "durationMs": round(_ms(started), 3)}
+    return {"results": reports, **counts, "durationMs": round(report.duration_ms, 3)}
+
+
+def _step(index: int, entry: BatchEntry | AaiError) -> Step:
+    step_id = f"calls[{index}]"
+    if isinstance(entry, AaiError):
+        return Step(step_id, "", "", literal=True, refused=entry)
+    return Step(step_id, entry.app, entry.tool, entry.args, literal=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,14 +76,18 @@ def _batch_entry(index: int, raw: Any) -> BatchEntry | AaiError:
     return BatchEntry(app, tool, args or {})
 
 
-def _batch_report(entry: BatchEntry | AaiError, status: str, duration_ms: float = 0.0, **more: Any) -> dict[str, Any]:
+def _batch_report(entry: BatchEntry | AaiError, outcome: Outcome) -> dict[str, Any]:
     report: dict[str, Any] = (
         {"app": printable(entry.app), "tool": printable(entry.tool)} if isinstance(entry, BatchEntry) else {}
     )
-    report["status"] = status
-    if status != "skipped":
-        report["durationMs"] = round(duration_ms, 3)
-    return report | more
+    report["status"] = {"ok": "ok", "failed": "error"}.get(outcome.status, "skipped")
+    if report["status"] != "skipped":
+        report["durationMs"] = round(outcome.duration_ms, 3)
+    if outcome.status == "ok":
+        report["result"] = outcome.result
+    elif outcome.error is not None:
+        report["error"] = {"code": outcome.error.code, "type": outcome.error.type, "detail": outcome.error.detail}
+    return report
 
 
 def _ask_once(ask: Ask, entries: Sequence[BatchEntry | AaiError], batch_name: str) -> Ask:
@@ -126,7 +109,3 @@ def _ask_once(ask: Ask, entries: Sequence[BatchEntry | AaiError], batch_name: st
         return await answers[key]
 
     return once
-
-
-def _ms(started: float) -> float:
-    return (time.perf_counter() - started) * 1000

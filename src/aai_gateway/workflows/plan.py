@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aai_gateway.errors import InvalidParams
+from aai_gateway.errors import AaiError, InvalidParams
 from aai_gateway.expressions import ExpressionError, check, has_queries, heads, pieces
 from aai_gateway.text import printable
 
@@ -68,6 +68,8 @@ class Step:
     """The steps it refers to, which must be done before it runs."""
     literal: bool = False
     """Arguments taken as they are, `${` and all (aai:batch's calls)."""
+    refused: AaiError | None = None
+    """Why it fails without running (a malformed aai:batch entry)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +78,8 @@ class Plan:
     output: Any = None
     on_error: str = "rollback"
     inputs: Mapping[str, Any] = field(default_factory=dict)
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float | None = DEFAULT_TIMEOUT
+    """Seconds the whole plan may take; None for no bound but each call's own (aai:batch)."""
 
     def step(self, step_id: str) -> Step:
         return next(s for s in self.steps if s.id == step_id)

@@ -76,11 +76,13 @@ def _json(value: Any) -> str:
     return shown if len(shown) <= MOST_TEXT else shown[:MOST_TEXT] + " … (cut; the structured content has it all)"
 
 
+ANY_JSON: dict[str, Any] = {"anyOf": [{"type": t} for t in ("object", "array", "string", "number", "boolean", "null")]}
+"""Any JSON value, said with a keyword (clients warn of a schema that says nothing)."""
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "status": {"type": "string", "enum": ["ok", "failed", "rolledBack"]},
-        "output": {},
+        "output": ANY_JSON,
         "outputError": {"type": "string"},
         "durationMs": {"type": "number"},
         "steps": {
@@ -93,7 +95,7 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                     "tool": {"type": "string"},
                     "status": {"type": "string", "enum": ["ok", "failed", "skipped", "undone"]},
                     "durationMs": {"type": "number"},
-                    "result": {},
+                    "result": ANY_JSON,
                     "error": {
                         "type": "object",
                         "properties": {

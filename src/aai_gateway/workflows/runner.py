@@ -126,7 +126,8 @@ class Run:
 
     async def go(self) -> Report:
         started = time.perf_counter()
-        deadline = asyncio.get_running_loop().time() + self.plan.timeout
+        limit = self.plan.timeout
+        deadline = None if limit is None else asyncio.get_running_loop().time() + limit
         failed = await self._steps(deadline)
         status = "ok"
         if failed is not None:
@@ -143,7 +144,7 @@ class Run:
         outcomes = [self.outcomes[s.id] for s in self.plan.steps]
         return Report(status, outcomes, output, (time.perf_counter() - started) * 1000, output_error)
 
-    async def _steps(self, deadline: float) -> Outcome | None:
+    async def _steps(self, deadline: float | None) -> Outcome | None:
         """Run every step that can run; the first step that failed (None if none did)."""
         loop = asyncio.get_running_loop()
         running: dict[asyncio.Task[None], Outcome] = {}
@@ -154,8 +155,8 @@ class Run:
                 self._start_ready(running)
             if not running:
                 break
-            remaining = deadline - loop.time()
-            done, _ = await asyncio.wait(running, timeout=max(remaining, 0), return_when=asyncio.FIRST_COMPLETED)
+            remaining = None if deadline is None else max(deadline - loop.time(), 0)
+            done, _ = await asyncio.wait(running, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
             if not done:  # the plan's time is up: what still runs is stopped and counts as failed
                 for task, outcome in running.items():
                     task.cancel()
@@ -207,6 +208,8 @@ class Run:
         step = outcome.step
         started = time.perf_counter()
         try:
+            if step.refused is not None:
+                raise step.refused
             if step.when is not None:
                 decided = render(step.when, self.context(), f"steps[id={step.id}].if")
                 if not _truthy(decided):
