@@ -161,6 +161,11 @@ class Settings:
     """For each setting that did not come from defaults, where it came from."""
 
     @property
+    def workflows_dir(self) -> Path:
+        """Where the saved workflows are: `workflows/` in the AAI home."""
+        return self.aai_home / "workflows"
+
+    @property
     def llm(self) -> LlmSettings | None:
         """The LLM endpoint, when config.json names one (`llm.baseUrl` and `llm.model`)."""
         if self.llm_base_url is None or self.llm_model is None:

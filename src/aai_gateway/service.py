@@ -19,14 +19,17 @@ from aai_gateway.consent.launches import LaunchGate, asked_by
 from aai_gateway.descriptor import Binding, Descriptor, Tool
 from aai_gateway.discovery import Registry
 from aai_gateway.discovery.webapps import WebApps
-from aai_gateway.errors import InvalidParams
+from aai_gateway.errors import AutomationFailed, InvalidParams
 from aai_gateway.executors import Forwarded as Forwarded  # noqa: PLC0414 (re-exported: what the MCP layer passes on)
 from aai_gateway.history import HISTORY_FILE, HistoryStore
 from aai_gateway.spelling import Spelling
+from aai_gateway.workflows import saving
 from aai_gateway.workflows.batch import MAX_BATCH as MAX_BATCH  # noqa: PLC0414 (re-exported for the MCP layer)
 from aai_gateway.workflows.batch import batch
-from aai_gateway.workflows.run import run_plan
+from aai_gateway.workflows.plan import WORKFLOWS_APP
+from aai_gateway.workflows.run import run_plan, run_saved
 from aai_gateway.workflows.run import text as plan_text
+from aai_gateway.workflows.saved import Shelf
 
 if TYPE_CHECKING:
     from aai_gateway.search.finder import Finder
@@ -55,6 +58,9 @@ class Gateway:
         self.servers = Servers(settings, lambda: self.launches)
         self.servers.remembered = self._tools_remembered
         self.calls = Calls(settings, self.lookup, self.servers, history, self.consent)
+        self.shelf = Shelf(settings.workflows_dir)
+        """The saved workflows, served as the app aai.workflows."""
+        self.shelf.load()
 
     @property
     def registry(self) -> Registry:
@@ -88,7 +94,9 @@ class Gateway:
         return self.lookup.spelling
 
     def apps(self) -> list[Descriptor]:
-        return self.lookup.served()
+        workflows = self.shelf.app(self.platform)
+        served = self.lookup.served()
+        return served if workflows is None else [*served, workflows]
 
     def rescan(self) -> set[str]:
         """Scan again; return the ids of apps added, changed or removed (what clients must be told)."""
@@ -97,12 +105,16 @@ class Gateway:
         self.servers.forget()
         if changed - served:
             self.servers.stop_unserved(served)
+        if self.shelf.load():
+            changed.add(WORKFLOWS_APP)
         return changed
 
     async def discover(self, url: str) -> Descriptor:
         return await self.lookup.discover(url)
 
     def app(self, app_id: str) -> Descriptor:
+        if app_id == WORKFLOWS_APP and (workflows := self.shelf.app(self.platform)) is not None:
+            return workflows
         return self.lookup.app(app_id)
 
     def guide(self, app_id: str) -> str:
@@ -117,6 +129,8 @@ class Gateway:
         return self.guide_of(await asked_by(caller.name, caller.ask, self.live(self.app(app_id))))
 
     async def live(self, app: Descriptor) -> Descriptor:
+        if app.app_id == WORKFLOWS_APP:
+            return app
         return await self.servers.live(app)
 
     def server_statuses(self) -> list[Any]:
@@ -126,13 +140,31 @@ class Gateway:
         return self.lookup.tool(self.app(app_id), app_id, tool_name)
 
     def known(self, app_id: str, tool_name: str) -> bool:
+        if app_id == WORKFLOWS_APP:
+            return not tool_name or self.shelf.get(tool_name) is not None
         return self.lookup.known(app_id, tool_name)
 
     def recorded_arguments(self, app_id: str, tool_name: str, args: Any) -> Any:
         return self.calls.recorded_arguments(app_id, tool_name, args)
 
     async def call(self, app_id: str, tool_name: str, args: Mapping[str, Any] | None, caller: Caller) -> Any:
-        return await self.calls.call(app_id, tool_name, args, caller)
+        """One tool of one app; a tool of aai.workflows runs that saved workflow."""
+        if app_id != WORKFLOWS_APP or self.shelf.app(self.platform) is None:
+            return await self.calls.call(app_id, tool_name, args, caller)
+        return await self.run_workflow(tool_name, {} if args is None else args, caller)
+
+    async def run_workflow(self, workflow_id: str, args: Mapping[str, Any], caller: Caller) -> Any:
+        """A saved workflow run; its report, or AUTOMATION_FAILED saying how each step ended."""
+        saved = self.shelf.get(workflow_id)
+        if saved is None:
+            self.lookup.tool(self.app(WORKFLOWS_APP), WORKFLOWS_APP, workflow_id)  # raises, naming those there are
+            raise AssertionError(workflow_id)
+        if not isinstance(args, Mapping):
+            raise InvalidParams(f"args must be an object of the workflow's inputs, got {type(args).__name__}")
+        report = await run_saved(saved, args, self.calls, caller)
+        if report.status != "ok":
+            raise AutomationFailed(f"workflow {workflow_id}: {plan_text(report)}")
+        return report.to_json()
 
     async def batch(
         self, calls: Sequence[Any], caller: Caller, *, parallel: bool = True, stop_on_error: bool = False
@@ -140,9 +172,24 @@ class Gateway:
         return await batch(self.calls, calls, caller, parallel=parallel, stop_on_error=stop_on_error)
 
     async def run(self, plan: Any, caller: Caller) -> tuple[str, dict[str, Any], bool]:
-        """aai:run: a plan run whole; its answer as text for the model, as structured content, and whether it failed."""
+        """aai:run: a plan run whole; its answer as text for the model, as structured content, and whether it
+        failed. With `saveAs`, a plan that ran through is kept as a saved workflow once the user agrees."""
+        wanted = None
+        if isinstance(plan, Mapping) and "saveAs" in plan:
+            plan = dict(plan)
+            wanted = saving.wish(plan.pop("saveAs"), self.shelf)
         report = await run_plan(plan, self.calls, caller)
-        return plan_text(report), report.to_json(), report.status != "ok"
+        answer, text = report.to_json(), plan_text(report)
+        if wanted is not None:
+            saved = answer["saved"] = await saving.save(wanted, plan, report, self.shelf, caller)
+            if saved["status"] == "saved":
+                text += f"\nSaved as the workflow {saved['id']}: run it with {self.spelling.exec} " + (
+                    f'{{app: "{WORKFLOWS_APP}", tool: "{saved["id"]}", args}}.'
+                )
+                await self.servers.tell({WORKFLOWS_APP})
+            else:
+                text += f"\nNot saved: {saved['why']}."
+        return text, answer, report.status != "ok"
 
     async def search(self, query: Any, limit: Any = None) -> tuple[str, dict[str, Any]]:
         """aai:search: the operations that best fit `query`, as text for the model and as structured content."""

@@ -20,6 +20,8 @@ log = logging.getLogger(__name__)
 OnChange = Callable[[str], Awaitable[None]]
 
 
+WORKFLOWS = "workflows"
+"""The folder of saved workflows in the AAI home (`Settings.workflows_dir`)."""
 FALLBACK_SECONDS = 10.0
 """How often scan paths that cannot be watched are rescanned instead."""
 
@@ -38,16 +40,19 @@ async def watch(settings: Settings, on_change: OnChange, stop: anyio.Event | Non
     `FALLBACK_SECONDS` instead, so watching never stops the gateway.
     """
     roots = [p.resolve() for p in settings.scan_paths if p.is_dir()]
+    workflows = settings.workflows_dir.resolve()
+    watched = [*roots, workflows] if workflows.is_dir() and workflows not in roots else roots
     stop = stop or anyio.Event()
     async with anyio.create_task_group() as group:
-        if roots:
-            group.start_soon(_watch_all, roots, on_change, stop)
+        if watched:
+            group.start_soon(_watch_all, watched, on_change, stop)
         if settings.scan_interval_minutes > 0:
             group.start_soon(_tick, settings.scan_interval_minutes * 60, on_change)
 
 
 def relevance(roots: list[Path]) -> Callable[[Change, str], bool]:
-    """The filter of events that may change the apps: `aai.json` files, and app folders directly in a root.
+    """The filter of events that may change the apps: `aai.json` files, app folders directly in a root, and
+    the saved workflows (`*.json` directly in `workflows`).
 
     Other files directly in a root (the history database and its WAL, consent.json, config.json, the web
     token and their temporary files) are written while serving, and must not cause rescans: a path directly
@@ -59,6 +64,8 @@ def relevance(roots: list[Path]) -> Callable[[Change, str], bool]:
         where = Path(path)
         if where.name == DESCRIPTOR:
             return True
+        if where.parent.name == WORKFLOWS and (where.parent in roots or where.parent.parent in roots):
+            return where.suffix == ".json" and not where.name.startswith(".")
         if where.parent not in roots:
             return False
         if where.is_dir():

@@ -4,6 +4,7 @@ answered as text for the model and as structured content."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -13,6 +14,7 @@ from aai_gateway.workflows.checks import targets
 from aai_gateway.workflows.consent import agree
 from aai_gateway.workflows.plan import WORKFLOWS_APP, Plan, Problems, parse
 from aai_gateway.workflows.runner import Report, Run
+from aai_gateway.workflows.saved import Saved
 
 MOST_TEXT = 20_000
 """Characters of results the text for the model carries; the structured content has them all."""
@@ -42,6 +44,19 @@ async def run_checked(
     recorded = {"steps": len(plan.steps), "inputs": dict(plan.inputs)}
     report: Report = await calls.run(WORKFLOWS_APP, name, recorded, caller, work)
     return report
+
+
+async def run_saved(saved: Saved, args: Mapping[str, Any], calls: Calls, caller: Caller) -> Report:
+    """A saved workflow run with `args` as its inputs (checked against its inputs schema, defaults filled in)."""
+    tool = saved.tool()
+    await calls.check_args(tool, args)
+    defaults = {
+        name: spec["default"]
+        for name, spec in (saved.inputs.get("properties") or {}).items()
+        if isinstance(spec, Mapping) and "default" in spec and name not in args
+    }
+    plan = replace(saved.plan, inputs={**defaults, **args})
+    return await run_checked(plan, calls, caller, name=saved.id, title=f"workflow {saved.id}")
 
 
 def text(report: Report) -> str:

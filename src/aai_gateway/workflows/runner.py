@@ -21,7 +21,7 @@ from aai_gateway.errors import (
     Timeout,
     ToolNotFound,
 )
-from aai_gateway.expressions import ExpressionError, render
+from aai_gateway.expressions import ExpressionError, has_queries, render
 from aai_gateway.workflows.plan import MAX_ITEMS, Plan, Step, Undo
 
 log = logging.getLogger("aai_gateway.workflows")
@@ -256,7 +256,7 @@ class Run:
         """One call of the step's tool; it is kept in `outcome.done` for the undo once it succeeded."""
         step = outcome.step
         label = label or step.id
-        args = step.args if step.literal else render(step.args, context, f"steps[id={step.id}].args")
+        args = step.args if step.literal else _built(step.args, context, f"steps[id={step.id}].args")
         _bounded(args, f"steps[id={step.id}].args")
         undo = step.undo or self.undos.get(step.id)
         before = None
@@ -330,6 +330,13 @@ class Run:
         outcome.undo = {"status": "ok", "tool": undo.tool}
         if outcome.status == "ok":
             outcome.status = "undone"
+
+
+def _built(template: Mapping[str, Any], context: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A step's arguments built from `template`; an argument whose query gives null is left out, so an
+    optional input not given leaves the tool's own default."""
+    built = render(template, context, where)
+    return {key: value for key, value in built.items() if value is not None or not has_queries(template[key])}
 
 
 def _truthy(value: Any) -> bool:
