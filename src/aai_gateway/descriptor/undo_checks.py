@@ -96,6 +96,9 @@ def _call_problems(
 
 def _query_problems(template: Any, at: Path, source: str, reads: Sequence[str]) -> Iterator[Problem]:
     for where, text in _strings(template, at):
+        if text is None:
+            yield Problem(source, pointer(where), f"is nested deeper than {expressions.MAX_DEPTH} levels")
+            continue
         try:
             queries = [query for _, query in expressions.check(text, "")]
         except expressions.ExpressionError as exc:
@@ -114,8 +117,10 @@ def _reads_message(head: str, reads: Sequence[str]) -> str:
     return f"reads '{head}', which is not given here; the queries here read {given}"
 
 
-def _strings(node: Any, where: Path, depth: int = 0) -> Iterator[tuple[Path, str]]:
+def _strings(node: Any, where: Path, depth: int = 0) -> Iterator[tuple[Path, str | None]]:
+    """Each string in `node` with where it is; None where `node` nests too deeply to be a template."""
     if depth > expressions.MAX_DEPTH:
+        yield where, None
         return
     if isinstance(node, str):
         yield where, node
