@@ -176,7 +176,7 @@ def test_every_problem_of_an_undo_is_named_at_its_pointer(tmp_path: Path) -> Non
 
 def test_the_undo_tool_must_be_of_the_same_binding(tmp_path: Path) -> None:
     doc = doc_of(MPV)
-    web_tool = {"name": "remote_volume", "description": "x", "endpoint": "/volume", "method": "GET"}
+    web_tool: dict[str, Any] = {"name": "remote_volume", "description": "x", "endpoint": "/volume", "method": "GET"}
     web_tool["parameters"] = {"type": "object", "properties": {}}
     doc["platforms"]["web"] = {"automation": "restapi", "base_url": "https://mpv.example.org", "tools": [web_tool]}
     tools = doc["platforms"]["linux"]["tools"]
