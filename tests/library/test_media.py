@@ -417,3 +417,23 @@ async def test_mpv_volume_and_loop_are_put_back_by_their_undo(library_bus: Bus, 
         wait_until(lambda: mpv.property("loop-playlist") == "inf", 5, "mpv to loop the playlist")
         await run.undo(step)
         wait_until(lambda: mpv.property("loop-playlist") is False, 5, "the undo to stop mpv looping the playlist")
+
+
+async def test_audacious_volume_and_repeat_are_put_back_by_their_undo(
+    library_bus: Bus, audacious: Audacious, tmp_path: Path
+) -> None:
+    app = "org.atheme.audacious"
+    audacious.audtool("set-volume", "55")
+    async with stdio_session(gateway_env(library_bus, tmp_path / "home", app), tmp_path / "stderr.log") as session:
+        run = Exec(session, app)
+        step = await run.step("set_volume", percent=20)
+        assert step.before == [55, 55]
+        wait_until(lambda: audacious.audtool("get-volume") == "20", 5, "Audacious's volume to be 20 %")
+        await run.undo(step)
+        wait_until(lambda: audacious.audtool("get-volume") == "55", 5, "the undo to put the volume back to 55 %")
+
+        repeat = audacious.audtool("playlist-repeat-status")
+        step = await run.step("toggle_repeat")
+        wait_until(lambda: audacious.audtool("playlist-repeat-status") != repeat, 5, "Audacious to toggle repeat")
+        await run.undo(step)
+        wait_until(lambda: audacious.audtool("playlist-repeat-status") == repeat, 5, "the undo to toggle it back")
