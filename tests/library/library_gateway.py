@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mcp import ClientSession
 
+from aai_gateway.descriptor.model import Undo
+from aai_gateway.descriptor.validate import load
 from tests.e2e.mcp_client import error_of, stdio_session, text_of
 from tests.support import ROOT, Bus, install_descriptor
 
@@ -37,6 +40,29 @@ def read_only_tools(app_id: str) -> list[str]:
     return [t["name"] for t in doc["tools"] if (t.get("annotations") or {}).get("readOnlyHint")]
 
 
+def declared_undo(app_id: str, tool: str) -> Undo:
+    """The undo the library's entry `app_id` declares for `tool`."""
+    app = load(LIBRARY / app_id / "aai.json").descriptor
+    assert app is not None
+    found = app.find_tool("linux", tool)
+    assert found is not None, tool
+    assert found[1].undo is not None, f"{app_id} declares no undo for {tool}"
+    return found[1].undo
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A call made as a plan makes it: the undo's before read first, then the tool."""
+
+    args: dict[str, Any]
+    result: Any
+    before: Any
+    undo: Undo
+
+    def undo_args(self) -> dict[str, Any]:
+        return self.undo.arguments(self.args, self.result, self.before)
+
+
 class Exec:
     """`aai_exec` calls of one app in one session, keeping which tools were called."""
 
@@ -53,6 +79,16 @@ class Exec:
             return json.loads(text)
         except json.JSONDecodeError:  # the gateway gives a string result as it is, other values as JSON
             return text
+
+    async def step(self, tool: str, **args: Any) -> Step:
+        """`tool` called as a plan's step is, with the entry's declared undo's before read run just before it."""
+        undo = declared_undo(self.app_id, tool)
+        before = await self(undo.before.tool, **undo.before.arguments(args)) if undo.before else None
+        return Step(args, await self(tool, **args), before, undo)
+
+    async def undo(self, step: Step) -> Any:
+        """The step's declared undo, its arguments rendered over the step's arguments, result and before read."""
+        return await self(step.undo.tool, **step.undo_args())
 
     async def error(self, tool: str, **args: Any) -> tuple[str, str]:
         """The error type and detail of a call that must fail."""

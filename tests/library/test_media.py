@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.mcp_client import stdio_session
+from tests.e2e.mcp_client import stdio_session, text_of
 from tests.library.apps import as_unprivileged, desktop_env, started
 from tests.library.library_gateway import Exec, gateway_env, read_only_tools
 from tests.support import Bus, Mpv, silent_wav, until, wait_until
@@ -391,3 +391,49 @@ async def test_no_player_running(bus: Bus, tmp_path: Path) -> None:
             "APP_NOT_RUNNING",
             "no org.mpris.MediaPlayer2.* service is running on the session bus; start one (such as a media player)",
         )
+
+
+async def test_mpv_volume_and_loop_are_put_back_by_their_undo(library_bus: Bus, mpv: Mpv, tmp_path: Path) -> None:
+    """The entry's undo of set_volume and set_loop_status, run as a plan runs it, puts back what mpv had."""
+    mpv.command("set_property", "volume", 70)
+    mpv.command("set_property", "loop-playlist", "no")
+    mpv.command("set_property", "loop-file", "no")
+    wait_until(lambda: mpv.property("volume") == 70, 5, "mpv's volume to be 70 %")
+    async with stdio_session(gateway_env(library_bus, tmp_path / "home", APP), tmp_path / "stderr.log") as session:
+        run = Exec(session, APP)
+        guide = text_of(await session.call_tool("app_org_mpris_mediaplayer2", {}))
+        set_volume = guide.split("### set_volume\n", 1)[1].split("### ", 1)[0]
+        assert "**Undo**: a plan that fails after this step undoes it with `set_volume`." in set_volume
+
+        step = await run.step("set_volume", player="mpv", level=0.25)
+        assert step.before == pytest.approx(0.7)
+        wait_until(lambda: mpv.property("volume") == 25, 5, "mpv's volume to be 25 %")
+        assert step.undo_args() == {"level": pytest.approx(0.7), "player": "mpv"}
+        await run.undo(step)
+        wait_until(lambda: mpv.property("volume") == 70, 5, "the undo to put mpv's volume back to 70 %")
+
+        step = await run.step("set_loop_status", player="mpv", mode="Playlist")
+        assert step.before == "None"
+        wait_until(lambda: mpv.property("loop-playlist") == "inf", 5, "mpv to loop the playlist")
+        await run.undo(step)
+        wait_until(lambda: mpv.property("loop-playlist") is False, 5, "the undo to stop mpv looping the playlist")
+
+
+async def test_audacious_volume_and_repeat_are_put_back_by_their_undo(
+    library_bus: Bus, audacious: Audacious, tmp_path: Path
+) -> None:
+    app = "org.atheme.audacious"
+    audacious.audtool("set-volume", "55")
+    async with stdio_session(gateway_env(library_bus, tmp_path / "home", app), tmp_path / "stderr.log") as session:
+        run = Exec(session, app)
+        step = await run.step("set_volume", percent=20)
+        assert step.before == [55, 55]
+        wait_until(lambda: audacious.audtool("get-volume") == "20", 5, "Audacious's volume to be 20 %")
+        await run.undo(step)
+        wait_until(lambda: audacious.audtool("get-volume") == "55", 5, "the undo to put the volume back to 55 %")
+
+        repeat = audacious.audtool("playlist-repeat-status")
+        step = await run.step("toggle_repeat")
+        wait_until(lambda: audacious.audtool("playlist-repeat-status") != repeat, 5, "Audacious to toggle repeat")
+        await run.undo(step)
+        wait_until(lambda: audacious.audtool("playlist-repeat-status") == repeat, 5, "the undo to toggle it back")

@@ -157,3 +157,27 @@ async def test_dunst_do_not_disturb_and_history(library_bus: Bus, portal_env: di
         assert (answers["displayed_count"], answers["waiting_count"]) == (2, 0)
         assert answers["history_count"] == count("history") == len(answers["history"])
         await run("close_all")
+
+
+async def test_dunst_do_not_disturb_is_put_back_by_its_undo(
+    library_bus: Bus, portal_env: dict[str, str], workdir: Path
+) -> None:
+    """The entry's undo of set_do_not_disturb, run as a plan runs it, puts back what dunst had, whichever way it
+    went and also when the step changed nothing."""
+    app = "org.dunstproject.dunst"
+
+    def paused() -> bool:
+        return {"true": True, "false": False}[run_tool(portal_env, "dunstctl", "is-paused")]
+
+    env = gateway_env(library_bus, workdir / "dunst-undo-home", app)
+    async with stdio_session(env, workdir / "dunst-undo-stderr.log") as session:
+        run = Exec(session, app)
+        for had, wanted in ((False, True), (True, False), (True, True)):
+            run_tool(portal_env, "dunstctl", "set-paused", str(had).lower())
+            assert paused() is had
+            step = await run.step("set_do_not_disturb", on=wanted)
+            assert step.before is had
+            assert paused() is wanted
+            await run.undo(step)
+            assert paused() is had
+        run_tool(portal_env, "dunstctl", "set-paused", "false")

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.mcp_client import stdio_session
 from tests.e2e.oauth_env import GnomeKeyring
-from tests.library.library_gateway import driving
+from tests.library.library_gateway import Exec, driving, library_home
 from tests.support import Bus, stop, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -89,6 +90,35 @@ async def test_xfconf(library_bus: Bus, xfconfd: dict[str, str], tmp_path: Path)
         kind, detail = await run.error("get_property", channel="xfwm4", property="/general/theme")
         assert kind == "AUTOMATION_FAILED"
         assert "/general/theme" in detail
+
+
+async def test_xfconf_setting_is_put_back_by_its_undo(
+    library_bus: Bus, xfconfd: dict[str, str], tmp_path: Path
+) -> None:
+    """set_property's undo, run as a plan runs it, puts the old value back; for a setting that does not exist yet
+    the before read fails (so a plan does not run the step: there would be nothing to put back)."""
+    subprocess.run(
+        ["xfconf-query", "-c", "xfce4-panel", "-p", "/panels/dark-mode", "-n", "-t", "bool", "-s", "false"],
+        env=xfconfd,
+        check=True,
+        timeout=10,
+    )
+    home = library_home(tmp_path / "home", XFCONF)
+    async with stdio_session(bus_env(library_bus, home), tmp_path / "stderr.log") as session:
+        run = Exec(session, XFCONF)
+        step = await run.step("set_property", channel="xfce4-panel", property="/panels/dark-mode", value=True)
+        assert step.before is False
+        assert xfconf_query(xfconfd, "xfce4-panel", "/panels/dark-mode").stdout.strip() == "true"
+        await run.undo(step)
+        assert xfconf_query(xfconfd, "xfce4-panel", "/panels/dark-mode").stdout.strip() == "false"
+
+        read = step.undo.before
+        assert read is not None
+        new = {"channel": "xfce4-panel", "property": "/panels/never-set", "value": 1}
+        kind, detail = await run.error(read.tool, **read.arguments(new))
+        assert kind == "AUTOMATION_FAILED"
+        assert "/panels/never-set" in detail
+        assert xfconf_query(xfconfd, "xfce4-panel", "/panels/never-set").returncode != 0
 
 
 def secret_tool(bus: Bus, *args: str) -> subprocess.CompletedProcess[str]:

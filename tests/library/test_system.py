@@ -139,6 +139,13 @@ async def test_accounts(system_bus: Bus, system_services: SystemServices, tmp_pa
         after = await run("user_info", user=root)
         assert (after["RealName"], after["Email"]) == ("Root Tester", "root@example.org")
 
+        step = await run.step("set_real_name", user=root, name="Someone Else")  # as a plan runs it, then undone
+        assert step.undo_args() == {"user": root, "name": "Root Tester"}
+        assert (await run("user_info", user=root))["RealName"] == "Someone Else"
+        await run.undo(step)
+        [line] = [x for x in daemon.written("/etc/passwd").read_text().splitlines() if x.startswith("root:")]
+        assert line.split(":")[4] == "Root Tester"
+
         kind, detail = await run.error("find_user_by_name", name="no-such-user-here")
         assert kind == "AUTOMATION_FAILED"
         assert "no-such-user-here" in detail
@@ -168,3 +175,10 @@ async def test_power_profiles(system_bus: Bus, system_services: SystemServices, 
         assert powerprofilesctl("get") == "balanced"
         kind, _ = await run.error("set_power_profile", profile="turbo")
         assert kind == "INVALID_PARAMS"
+
+        step = await run.step("set_power_profile", profile="power-saver")  # as a plan runs it, then undone
+        assert step.before["ActiveProfile"] == "balanced"
+        assert powerprofilesctl("get") == "power-saver"
+        assert step.undo_args() == {"profile": "balanced"}
+        await run.undo(step)
+        assert powerprofilesctl("get") == "balanced"

@@ -173,3 +173,35 @@ async def test_transmission_adds_pauses_verifies_and_removes(rpc: Rpc, workdir: 
         again = duplicate["arguments"]["torrent-added"]["id"]
         await run("remove_torrents", ids=[again], delete_data=True)
         wait_until(lambda: not data.exists(), 10, "Transmission to delete the data")
+
+
+async def test_an_added_torrent_and_turtle_mode_are_put_back_by_their_undo(rpc: Rpc, workdir: Path) -> None:
+    """The entry's undos run as a plan runs them: a torrent added is removed by the id Transmission gave it (its
+    data kept), one Transmission had already is left alone, and turtle mode goes back to what it was."""
+    data = workdir / "downloads" / "undo-notes.txt"
+    data.write_bytes(b"".join(b"note %05d to be undone\n" % i for i in range(2000)))
+    torrent = torrent_of(data, workdir / "undo-notes.torrent")
+    had = rpc.torrents()
+    async with stdio_session(installed(workdir / "undo-home", rpc.port), workdir / "undo-stderr.log") as session:
+        run = Exec(session, APP)
+        step = await run.step("add_torrent", source=str(torrent), paused=True)
+        new = step.result["arguments"]["torrent-added"]["id"]
+        assert rpc.torrents() == [*had, {"id": new}]
+        assert step.undo_args() == {"ids": [new], "delete_data": False}
+
+        again = await run.step("add_torrent", source=str(torrent), paused=True)
+        assert again.result["arguments"]["torrent-duplicate"]["id"] == new
+        kind, detail = await run.error(again.undo.tool, **again.undo_args())  # no id of a torrent it added
+        assert kind == "INVALID_PARAMS", detail
+        assert rpc.torrents() == [*had, {"id": new}]
+
+        await run.undo(step)
+        wait_until(lambda: rpc.torrents() == had, 10, "the undo to remove the torrent added")
+        assert data.exists()
+
+        for before in (False, True):
+            rpc("session-set", **{"alt-speed-enabled": before})
+            step = await run.step("set_turtle_mode", on=not before)
+            assert rpc("session-get")["alt-speed-enabled"] is (not before)
+            await run.undo(step)
+            assert rpc("session-get")["alt-speed-enabled"] is before

@@ -72,6 +72,7 @@ def test_a_newer_store_version_is_listed_and_updated_with_its_tool_changes(tmp_p
 def test_a_newer_bundled_version_needs_update_and_an_edited_copy_needs_force(tmp_path: Path) -> None:
     env = home_with(tmp_path, [])
     aai = Path(env["HOME"]) / ".aai"
+    now = bundled_doc(HOSTNAME)["version"]
     older = bundled_doc(HOSTNAME) | {"version": "0.9.0"}
     tools = older["tools"]
     assert isinstance(tools, list)
@@ -84,7 +85,7 @@ def test_a_newer_bundled_version_needs_update_and_an_edited_copy_needs_force(tmp
     cli(env, "--scan")
     cli(env, "library", "hostname")
     assert json.loads(target.read_text())["version"] == "0.9.0"
-    assert f"{HOSTNAME}  0.9.0 -> 1.0.0  (bundled)" in cli(env, "outdated").stdout
+    assert f"{HOSTNAME}  0.9.0 -> {now}  (bundled)" in cli(env, "outdated").stdout
 
     edited = target.read_text().replace("0.9.0", "0.9.1")
     target.write_text(edited)
@@ -96,11 +97,11 @@ def test_a_newer_bundled_version_needs_update_and_an_edited_copy_needs_force(tmp
 
     forced = cli(env, "update", "--force", HOSTNAME)
     assert forced.returncode == 0, forced.stderr
-    assert f"Updated {HOSTNAME} from 0.9.1 to 1.0.0 (your edited copy is kept in " in forced.stdout
+    assert f"Updated {HOSTNAME} from 0.9.1 to {now} (your edited copy is kept in " in forced.stdout
     assert "  added: set_static_hostname\n" in forced.stdout
     backups = [p for p in target.parent.iterdir() if p.name != "aai.json"]
     assert [p.read_text() for p in backups] == [edited]
-    assert json.loads(target.read_text())["version"] == "1.0.0"
+    assert json.loads(target.read_text())["version"] == now
 
 
 def test_update_names_what_it_cannot_update(tmp_path: Path) -> None:

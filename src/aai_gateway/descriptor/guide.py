@@ -124,6 +124,8 @@ def _operation(app_ref: str, binding: Binding, tool: Tool, exec_name: str) -> li
         lines += [one_line(tool.description), ""]
     if hints := hint_words(tool.annotations):
         lines += [f"**Hints**: {', '.join(hints)}", ""]
+    if tool.undo is not None:
+        lines += [f"**Undo**: a plan that fails after this step undoes it with `{tool.undo.tool}`.", ""]
     lines += ["**Parameters**:", ""]
     lines += parameter_lines(tool.parameters) or ["- none"]
     lines += [

@@ -76,5 +76,15 @@ def override_problems(tool: Mapping[str, Any], at: list[str | int], source: str)
                     "annotations, timeout, rename or exclude",
                 )
             )
+    if "undo" in tool:
+        problems.append(
+            Problem(
+                source,
+                pointer([*at, "undo"]),
+                "an mcp app's tools are the server's own, and an undo is only for tools a descriptor declares; "
+                "it has no effect here",
+                "warning",
+            )
+        )
     problems.extend(hint_problems(tool, at, source))
     return problems

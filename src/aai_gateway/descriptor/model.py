@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from aai_gateway import expressions
+
 Shape = Literal["multi", "single", "camel"]
 
 EVERYWHERE = ("web", "mcp")
@@ -58,6 +60,50 @@ class Annotations:
 
 
 @dataclass(frozen=True, slots=True)
+class UndoRead:
+    """A read-only call run just before a step, whose result the undo's arguments may use (`before`)."""
+
+    tool: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    """A template whose `${…}` queries read `{"args": the step's arguments}`."""
+
+    def arguments(self, step_args: Mapping[str, Any]) -> dict[str, Any]:
+        """The read's arguments for a step called with `step_args` (ExpressionError when a query fails)."""
+        return _rendered(self.args, {"args": step_args})
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "args": _plain(self.args)}
+
+
+@dataclass(frozen=True, slots=True)
+class Undo:
+    """How a plan undoes a step that used this tool: another tool of the same binding and its arguments."""
+
+    tool: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    """A template whose `${…}` queries read `{"args", "result", "before"}`: the step's arguments, its result
+    and the result of the `before` read."""
+    before: UndoRead | None = None
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any] | None) -> Undo | None:
+        if not isinstance(raw, Mapping):
+            return None
+        before = raw.get("before")
+        read = UndoRead(str(before["tool"]), before.get("args") or {}) if isinstance(before, Mapping) else None
+        return cls(str(raw["tool"]), raw.get("args") or {}, read)
+
+    def arguments(self, step_args: Mapping[str, Any], result: Any, before: Any = None) -> dict[str, Any]:
+        """The undo tool's arguments for a step called with `step_args` that gave `result`, `before` being
+        what the before read gave (ExpressionError when a query fails)."""
+        return _rendered(self.args, {"args": step_args, "result": result, "before": before})
+
+    def to_json(self) -> dict[str, Any]:
+        given = {"tool": self.tool, "args": _plain(self.args)}
+        return given | ({"before": self.before.to_json()} if self.before else {})
+
+
+@dataclass(frozen=True, slots=True)
 class Tool:
     name: str
     description: str
@@ -69,6 +115,8 @@ class Tool:
     annotations: Annotations = field(default_factory=Annotations)
     aliases: tuple[str, ...] = ()
     """Other words for the operation, in any language, that search matches (never shown in the guide)."""
+    undo: Undo | None = None
+    """How a plan undoes a step that used this tool; None where the descriptor says nothing."""
 
     @property
     def read_only(self) -> bool:
@@ -162,12 +210,20 @@ class Descriptor:
                             "annotations": t.annotations.to_json(),
                         }
                         | ({"aliases": list(t.aliases)} if t.aliases else {})
+                        | ({"undo": t.undo.to_json()} if t.undo else {})
                         for t in b.tools
                     ],
                 }
                 for p, b in self.bindings.items()
             },
         }
+
+
+def _rendered(template: Mapping[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
+    """`template` rendered over `context`, leaving out an argument whose query found nothing (null), so that
+    `${args.player}` passes on an optional argument only when the step was given it."""
+    values = expressions.render(dict(template), context, "undo.args")
+    return {key: value for key, value in values.items() if value is not None}
 
 
 def _plain(value: Any) -> Any:

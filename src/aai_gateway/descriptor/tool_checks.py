@@ -24,7 +24,9 @@ SAME_PLACE = ("allOf", "anyOf", "oneOf")
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
 """`templates.PLACEHOLDER`, which this layer may not import (a test keeps the two equal)."""
 
-NOT_TEMPLATES = frozenset({"name", "description", "parameters", "inputSchema", "returns", "timeout", "annotations"})
+NOT_TEMPLATES = frozenset(
+    {"name", "description", "parameters", "inputSchema", "returns", "timeout", "annotations", "undo"}
+)
 
 
 def ref_problems(schema: Any, at: Path, source: str) -> list[Problem]:

@@ -28,6 +28,7 @@ from aai_gateway.descriptor.model import Descriptor, Shape
 from aai_gateway.descriptor.safe_schema import SAFE_META
 from aai_gateway.descriptor.server_tools import refused_patterns
 from aai_gateway.descriptor.tool_checks import dbus_problems, hint_problems, placeholder_problems, ref_problems
+from aai_gateway.descriptor.undo_checks import undo_problems
 from aai_gateway.descriptor.unknown_keys import unknown_keys
 from aai_gateway.problems import Problem, describe, pointer, short
 
@@ -70,7 +71,7 @@ def rules_fingerprint() -> str:
     schemas = files("aai_gateway.descriptor").joinpath("schemas")
     for shape in ("multi", "single", "camel"):
         digest.update(schemas.joinpath(f"aai-{shape}.schema.json").read_bytes())
-    checks = (unknown_keys, ref_problems, mcp_problems, instances)
+    checks = (unknown_keys, ref_problems, mcp_problems, instances, undo_problems)
     for module in (__file__, problems.__file__, *(inspect.getfile(check) for check in checks)):
         digest.update(Path(module).read_bytes())
     return digest.hexdigest()
@@ -223,17 +224,27 @@ def _order(err: Any) -> tuple[list[str], str]:
     return [str(p) for p in err.absolute_path], err.message
 
 
-def _tool_lists(doc: Mapping[str, Any], shape: Shape) -> list[tuple[list[str | int], str, list[Any]]]:
-    """Where each list of tools is, the automation its tools use, and the list."""
+def _tool_lists(doc: Mapping[str, Any], shape: Shape) -> list[tuple[list[str | int], str, list[Any], frozenset[str]]]:
+    """Where each list of tools is, the automation its tools use, the list, and the arguments the binding adds
+    to every tool (a DBus instance argument)."""
     if shape == "multi":
-        return [(["platforms", p, "tools"], b["automation"], b.get("tools", [])) for p, b in doc["platforms"].items()]
+        return [
+            (["platforms", p, "tools"], b["automation"], b.get("tools", []), _added(b))
+            for p, b in doc["platforms"].items()
+        ]
     execution = doc.get("execution") or {}
-    return [(["tools"], str(execution.get("type")), doc.get("tools") or [])]
+    return [(["tools"], str(execution.get("type")), doc.get("tools") or [], _added(execution))]
+
+
+def _added(binding: Mapping[str, Any]) -> frozenset[str]:
+    instance = binding.get("instance")
+    argument = instance.get("argument") if isinstance(instance, Mapping) else None
+    return frozenset({argument}) if isinstance(argument, str) else frozenset()
 
 
 def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> list[Problem]:
     problems: list[Problem] = []
-    for base, automation, tools in _tool_lists(doc, shape):
+    for base, automation, tools, added in _tool_lists(doc, shape):
         seen: dict[str, int] = {}
         for index, tool in enumerate(tools):
             at = [*base, index]
@@ -269,6 +280,7 @@ def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> lis
             if isinstance(tool.get("returns"), dict):
                 problems.extend(_schema_problems(tool["returns"], [*at, "returns"], source, root_object=False))
             problems.extend(hint_problems(tool, at, source))
+            problems.extend(undo_problems(tools, index, at, source, added))
     problems.extend(instances.problems(doc, shape, source))
     name = doc["name"] if shape == "multi" else doc["app"]["name"]
     if isinstance(name, str) and not name.replace("|", "").strip():

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aai_gateway.descriptor.model import Annotations, Name, Tool
+from aai_gateway.descriptor.model import Annotations, Name, Tool, Undo
 
-TOOL_FIELDS = frozenset({"name", "description", "aliases", "parameters", "returns", "timeout", "annotations"})
+TOOL_FIELDS = frozenset({"name", "description", "aliases", "parameters", "returns", "timeout", "annotations", "undo"})
 
 ENVELOPE = {"linux": "ipc", "macos": "apple-events", "windows": "com-ipc"}
 """Shapes B and C send one JSON envelope per call; what carries it depends on the platform."""
@@ -32,4 +32,5 @@ def make_tool(raw: Mapping[str, Any], extra: Mapping[str, Any] | None = None, *,
         options=options,
         annotations=Annotations.from_json(raw.get("annotations")),
         aliases=tuple(raw.get("aliases", ())),
+        undo=Undo.from_json(raw.get("undo")),
     )
