@@ -12,7 +12,7 @@ from aai_gateway.consent.launches import asked_by
 from aai_gateway.descriptor import Binding, Descriptor, Tool
 from aai_gateway.descriptor.argument_check import ArgumentCheck
 from aai_gateway.errors import AaiError, ConsentRequired, PermissionDenied
-from aai_gateway.workflows.plan import Plan, Problems, literal_keys
+from aai_gateway.workflows.plan import Plan, Problems, Undo, literal_keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,10 +28,14 @@ class Target:
 class Targets:
     steps: Mapping[str, Target]
     undos: Mapping[str, Target]
-    """The undo of each step that has one, by step id."""
+    """The undo tool of each step that has one, by step id."""
+    declared: Mapping[str, Undo]
+    """The undo a step's tool declares in its descriptor, for steps that give none, by step id."""
+    reads: Mapping[str, Target]
+    """The read run before a step whose declared undo needs one, by step id."""
 
     def all(self) -> list[Target]:
-        return [*self.steps.values(), *self.undos.values()]
+        return [*self.steps.values(), *self.undos.values(), *self.reads.values()]
 
 
 async def targets(plan: Plan, calls: Calls, caller: Caller, problems: Problems) -> Targets:
@@ -54,6 +58,8 @@ async def targets(plan: Plan, calls: Calls, caller: Caller, problems: Problems) 
 
     steps: dict[str, Target] = {}
     undos: dict[str, Target] = {}
+    declared: dict[str, Undo] = {}
+    reads: dict[str, Target] = {}
     for step in plan.steps:
         where = f"steps[id={step.id}]"
         target = await find(step.app, step.tool, where)
@@ -71,7 +77,17 @@ async def targets(plan: Plan, calls: Calls, caller: Caller, problems: Problems) 
             if undo is not None:
                 undos[step.id] = undo
                 await _partly(step.undo.args, undo.tool, f"{where}.undo.args", problems)
-    return Targets(steps, undos)
+        elif target is not None and target.tool.undo is not None:
+            own = target.tool.undo
+            read = own.before
+            before = Undo(step.app, read.tool, read.args) if read is not None else None
+            declared[step.id] = Undo(step.app, own.tool, own.args, before)
+            undo = await find(step.app, own.tool, f"{where} (its tool's undo)")
+            if undo is not None:
+                undos[step.id] = undo
+            if read is not None and (found_read := await find(step.app, read.tool, f"{where} (its undo's read)")):
+                reads[step.id] = found_read
+    return Targets(steps, undos, declared, reads)
 
 
 async def _partly(args: Mapping[str, Any], tool: Tool, where: str, problems: Problems) -> None:

@@ -18,6 +18,7 @@ RUN = "(run the plan)"
 CHOICES: tuple[tuple[Answer, str], ...] = (
     (Answer.ONCE, "Allow for this run"),
     (Answer.TOOL, "Always allow these tools"),
+    (Answer.APP, "Always allow every tool of these apps"),
     (Answer.DENY, "Do not run it"),
 )
 MOST_SHOWN = 30

@@ -39,7 +39,7 @@ async def run_checked(
 
     async def work(run_id: str) -> Report:
         steps_caller = replace(caller, ask=ask, parent=run_id)
-        return await Run(plan, calls, steps_caller).go()
+        return await Run(plan, calls, steps_caller, undos=found.declared).go()
 
     recorded = {"steps": len(plan.steps), "inputs": dict(plan.inputs)}
     report: Report = await calls.run(WORKFLOWS_APP, name, recorded, caller, work)

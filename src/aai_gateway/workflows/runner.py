@@ -262,7 +262,7 @@ class Run:
         before = None
         if undo is not None and undo.before is not None:
             read = undo.before
-            read_args = render(read.args, {"args": args}, f"steps[id={step.id}].undo.before.args")
+            read_args = _built(read.args, {"args": args}, f"steps[id={step.id}].undo.before.args")
             before = await self.calls.call(read.app, read.tool, read_args, self._child(f"{label} (before)"))
         result = await self._tried(step, args, self._child(label))
         outcome.done.append(Done(args, result, before, item))
@@ -318,7 +318,7 @@ class Run:
             if step.for_each is not None:
                 more["item"] = done.item
             try:
-                args = render(undo.args, self.context(**more), f"steps[id={step.id}].undo.args")
+                args = _built(undo.args, self.context(**more), f"steps[id={step.id}].undo.args")
                 await self.calls.call(undo.app, undo.tool, args, self._child(label))
             except AaiError as exc:
                 failures.append(f"{exc.type}: {exc.detail}")
