@@ -1,0 +1,234 @@
+"""Consent questions for clients of the 2026-07-28 revision, which take no request in the middle of a call:
+the call answers an input-required result holding the question, and the client calls again with the
+answer. Driven by the official SDK client in its 2026-07-28 mode, which answers such results with its
+elicitation callback, against the installed `aai-gateway` over stdio and over HTTP (`--web`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager, asynccontextmanager
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client, MCPError, StdioServerParameters, stdio_client
+from mcp.client.session import ClientRequestContext, ElicitationFnT
+
+from tests.e2e.mcp_client import Consenter, http_session, text_of, web_gateway
+from tests.mcpservers.test_server_approval import APP, GUIDE, Setup, setup  # noqa: F401 (the store fixture)
+from tests.support import gateway_command
+
+pytestmark = pytest.mark.anyio
+
+MODERN = "2026-07-28"
+ME = types.Implementation(name="modern-client", version="1")
+
+
+@asynccontextmanager
+async def modern_stdio(made: Setup, consent: ElicitationFnT | None) -> AsyncIterator[Client]:
+    """The SDK's client in the 2026-07-28 era over stdio; `consent` None declares no elicitation."""
+    params = StdioServerParameters(command=gateway_command(), args=["--mcp"], env=made.env)
+    with (made.tmp / "gateway.log").open("a") as errlog:
+        async with Client(
+            stdio_client(params, errlog=errlog), mode=MODERN, client_info=ME, elicitation_callback=consent
+        ) as client:
+            yield client
+
+
+def modern_http(url: str, consent: ElicitationFnT | None) -> Client:
+    return Client(url, mode=MODERN, client_info=ME, elicitation_callback=consent)
+
+
+class ByKind(Consenter):
+    """A user answering a tool's question with `tool` and an install's or a server's with `other`."""
+
+    def __init__(self, tool: str, other: str = "app") -> None:
+        super().__init__(tool)
+        self.tool, self.other = tool, other
+
+    async def __call__(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        assert isinstance(params, types.ElicitRequestFormParams), params
+        choices = [c["const"] for c in params.requested_schema["properties"]["decision"]["oneOf"]]
+        self.decision = self.tool if "once" in choices else self.other
+        return await super().__call__(context, params)
+
+
+async def error_in(client: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(name, arguments)
+    assert result.is_error, result
+    assert result.structured_content is not None
+    error: dict[str, Any] = result.structured_content["error"]
+    return error
+
+
+def history(made: Setup) -> list[dict[str, Any]]:
+    done = made.cli("history", "--json")
+    assert done.returncode == 0, done.stderr
+    records: list[dict[str, Any]] = json.loads(done.stdout)
+    return records
+
+
+def listing_its_tool(made: Setup) -> Setup:
+    """The store's index naming the server's tool, for search to find."""
+    index = made.store / "index.json"
+    listed = json.loads(index.read_text())
+    listed["entries"][0]["tools"] = ["echo"]
+    index.write_text(json.dumps(listed))
+    return made
+
+
+async def search_install_exec(client: Any, made: Setup, user: Consenter) -> None:
+    """Search finds the store's server (`listing_its_tool`), the user agrees to its install, then to its tool:
+    it runs."""
+    found = (await client.call_tool("aai_search", {"query": "echo"})).structured_content
+    assert found is not None
+    hit = next(r for r in found["results"] if r["app"]["id"] == APP)
+    assert hit["installed"] is False
+    installed = text_of(await client.call_tool("aai_install", {"app": APP}))
+    assert installed.startswith(f"Installed Fromstore ({APP}) from {made.url}/apps/{APP}/aai.json"), installed
+    assert "Operation Guide" in installed
+    assert "It is an MCP server: installing it approves running this on your machine:" in user.messages[0]
+    assert (made.home / ".aai" / APP / "aai.json").exists()
+    assert not made.started.exists(), "the server started before anything called it"
+    echoed = await client.call_tool("aai_exec", {"app": APP, "tool": "echo", "args": {"x": 1}})
+    assert json.loads(text_of(echoed)) == {"x": 1}
+    assert made.started.exists()
+    assert len(user.messages) == 2, user.messages  # the install, then the tool (consent.default "ask")
+    assert f"wants to run echo of Fromstore ({APP})" in user.messages[1]
+
+
+async def test_install_and_a_call_asked_by_input_required_results_over_stdio(setup: Setup) -> None:  # noqa: F811
+    user = Consenter("app")
+    async with modern_stdio(listing_its_tool(setup), user) as client:
+        await search_install_exec(client, setup, user)
+    [call] = history(setup)  # the rounds that asked are not calls that failed
+    assert (call["tool"], call["status"], call["consent"]) == ("echo", "ok", "app")
+
+
+async def test_a_declined_install_writes_nothing(setup: Setup) -> None:  # noqa: F811
+    user = Consenter("decline")
+    async with modern_stdio(setup, user) as client:
+        error = await error_in(client, "aai_install", {"app": APP})
+    assert error["type"] == "PERMISSION_DENIED", error
+    assert "nothing was installed" in error["detail"]
+    assert len(user.messages) == 1
+    assert not (setup.home / ".aai" / APP).exists()
+    assert not setup.started.exists()
+
+
+async def test_a_modern_client_without_elicitation_is_told_how_to_approve(setup: Setup) -> None:  # noqa: F811
+    async with modern_stdio(setup, None) as client:
+        error = await error_in(client, "aai_install", {"app": APP})
+    assert error["type"] == "CONSENT_REQUIRED", error
+    assert f"`aai-gateway install {APP}`" in error["detail"]
+    assert not (setup.home / ".aai" / APP).exists()
+
+
+async def test_a_servers_launch_then_its_tool_once_then_denied(setup: Setup) -> None:  # noqa: F811
+    setup.install()  # by the user, from the store: its command line still needs a yes
+    user = ByKind("once")
+    async with modern_stdio(setup, user) as client:
+        echoed = await client.call_tool("aai_exec", {"app": APP, "tool": "echo", "args": {"n": 1}})
+        assert json.loads(text_of(echoed)) == {"n": 1}
+        assert len(user.messages) == 2, user.messages  # the command line, then the tool
+        assert "hostile_server.py" in user.messages[0]
+        assert "wants to run echo" in user.messages[1]
+        user.tool = "deny"
+        error = await error_in(client, "aai_exec", {"app": APP, "tool": "echo", "args": {"n": 2}})
+        assert error["type"] == "PERMISSION_DENIED", error
+        assert len(user.messages) == 3, user.messages  # "once" is asked again; the command line is not
+        assert "Operation Guide" in text_of(await client.call_tool(GUIDE, {}))
+    calls = sorted(history(setup), key=lambda r: r["time"])
+    assert [(c["status"], c["consent"]) for c in calls] == [("ok", "once"), ("error", "deny")], calls
+
+
+def http_setup(made: Setup) -> AbstractContextManager[str]:
+    return web_gateway(made.env, made.tmp / "gateway.log")
+
+
+async def test_over_http_in_the_2026_era(setup: Setup) -> None:  # noqa: F811
+    with http_setup(listing_its_tool(setup)) as url:
+        refused = Consenter("deny")
+        async with modern_http(url, refused) as client:
+            error = await error_in(client, "aai_install", {"app": APP})
+        assert error["type"] == "PERMISSION_DENIED", error
+        async with modern_http(url, None) as client:
+            error = await error_in(client, "aai_install", {"app": APP})
+        assert error["type"] == "CONSENT_REQUIRED", error
+        assert not (setup.home / ".aai" / APP).exists()
+        user = Consenter("app")
+        async with modern_http(url, user) as client:
+            await search_install_exec(client, setup, user)
+
+
+async def test_over_http_in_the_2025_era(setup: Setup) -> None:  # noqa: F811
+    with http_setup(listing_its_tool(setup)) as url:
+        async with http_session(url, consent=Consenter("deny")) as session:
+            result = await session.call_tool("aai_install", {"app": APP})
+            assert result.is_error
+        assert not (setup.home / ".aai" / APP).exists()
+        async with http_session(url, consent=None) as session:
+            result = await session.call_tool("aai_install", {"app": APP})
+            assert result.is_error
+            assert result.structured_content is not None
+            assert result.structured_content["error"]["type"] == "CONSENT_REQUIRED"
+        user = Consenter("app")
+        async with http_session(url, consent=user) as session:
+            await search_install_exec(session, setup, user)
+
+
+@pytest.mark.hostile("validation")
+async def test_a_tampered_state_or_a_forged_answer_installs_nothing(setup: Setup) -> None:  # noqa: F811
+    async with modern_stdio(setup, Consenter("app")) as client:
+        session = client.session
+        first = await session.call_tool("aai_install", {"app": APP}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult), first
+        assert first.input_requests is not None
+        assert first.request_state is not None
+        [(name, request)] = first.input_requests.items()
+        assert isinstance(request, types.ElicitRequest)
+        yes = types.ElicitResult(action="accept", content={"decision": "app"})
+        state = first.request_state
+
+        tampered = state[:-2] + ("A" if state[-2] != "A" else "B") + state[-1]
+        with pytest.raises(MCPError) as refused:
+            await session.call_tool("aai_install", {"app": APP}, input_responses={name: yes}, request_state=tampered)
+        assert refused.value.error.code == types.INVALID_PARAMS
+        assert "requestState" in refused.value.error.message
+
+        with pytest.raises(MCPError):  # the state of this call, replayed on another
+            await session.call_tool(
+                "aai_install", {"app": "org.gnome.shell.screenshot"}, input_responses={name: yes}, request_state=state
+            )
+
+        forged = await session.call_tool(
+            "aai_install", {"app": APP}, input_responses={"consent-other": yes}, request_state=state
+        )
+        assert "answers no question of the previous round" in text_in(forged)
+
+        not_offered = types.ElicitResult(action="accept", content={"decision": "once"})
+        wrong = await session.call_tool(
+            "aai_install", {"app": APP}, input_responses={name: not_offered}, request_state=state
+        )
+        assert "without a decision the form offered" in text_in(wrong)
+
+        missing = await session.call_tool("aai_install", {"app": APP}, request_state=state)
+        assert "is missing" in text_in(missing)
+
+        unasked = await session.call_tool("aai_install", {"app": APP}, input_responses={name: yes})
+        assert "answers no question of the previous round" in text_in(unasked)
+    assert not (setup.home / ".aai" / APP).exists()
+    assert not setup.started.exists()
+
+
+def text_in(result: types.CallToolResult | types.InputRequiredResult) -> str:
+    """The text of an INVALID_PARAMS tool error."""
+    assert isinstance(result, types.CallToolResult), result
+    assert result.is_error, result
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    assert block.text.startswith("INVALID_PARAMS"), block.text
+    return block.text
