@@ -6,8 +6,11 @@ elicitation callback, against the installed `aai-gateway` over stdio and over HT
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -16,6 +19,7 @@ from mcp import Client, MCPError, StdioServerParameters, stdio_client
 from mcp.client.session import ClientRequestContext, ElicitationFnT
 
 from tests.e2e.mcp_client import Consenter, http_session, text_of, web_gateway
+from tests.mcpservers.servers import descriptor, hostile, install
 from tests.mcpservers.test_server_approval import APP, GUIDE, Setup, setup  # noqa: F401 (the store fixture)
 from tests.support import gateway_command
 
@@ -26,10 +30,13 @@ ME = types.Implementation(name="modern-client", version="1")
 
 
 @asynccontextmanager
-async def modern_stdio(made: Setup, consent: ElicitationFnT | None) -> AsyncIterator[Client]:
-    """The SDK's client in the 2026-07-28 era over stdio; `consent` None declares no elicitation."""
-    params = StdioServerParameters(command=gateway_command(), args=["--mcp"], env=made.env)
-    with (made.tmp / "gateway.log").open("a") as errlog:
+async def modern_stdio(made: Setup | Path, consent: ElicitationFnT | None) -> AsyncIterator[Client]:
+    """The SDK's client in the 2026-07-28 era over stdio, for a setup's home or `made` as the home folder's
+    parent; `consent` None declares no elicitation."""
+    tmp = made if isinstance(made, Path) else made.tmp
+    env = {"HOME": str(tmp / "home"), "PATH": os.environ["PATH"], "AAI_PLATFORM": "linux"}
+    params = StdioServerParameters(command=gateway_command(), args=["--mcp"], env=env)
+    with (tmp / "gateway.log").open("a") as errlog:
         async with Client(
             stdio_client(params, errlog=errlog), mode=MODERN, client_info=ME, elicitation_callback=consent
         ) as client:
@@ -232,3 +239,45 @@ def text_in(result: types.CallToolResult | types.InputRequiredResult) -> str:
     assert isinstance(block, types.TextContent)
     assert block.text.startswith("INVALID_PARAMS"), block.text
     return block.text
+
+
+async def test_a_batch_asks_every_question_before_any_call_runs(tmp_path: Path) -> None:
+    ran = {name: tmp_path / f"ran-{name}" for name in ("free", "a", "b")}
+    plan = {
+        "tools": [{"name": name, "inputSchema": {"type": "object"}} for name in ran],
+        "calls": {name: [{"touch": str(path)}, {"echo": True}] for name, path in ran.items()},
+    }
+    rule = {"app": "mcp.three", "tool": "free", "decision": "allow"}
+    install(
+        tmp_path / "home" / ".aai",
+        descriptor("mcp.three", hostile(tmp_path / "plan.json", plan)),
+        config={"consent": {"default": "ask", "rules": [rule]}},
+    )
+    batch = {"calls": [{"app": "mcp.three", "tool": name, "args": {"n": name}} for name in ran]}
+    async with modern_stdio(tmp_path, Consenter("once")) as client:
+        first = await client.session.call_tool("aai_batch", batch, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult), first
+        assert first.input_requests is not None
+        asked = sorted(r.params.message for r in first.input_requests.values() if isinstance(r, types.ElicitRequest))
+        assert len(asked) == 2, asked
+        assert "wants to run a of" in asked[0]
+        assert "wants to run b of" in asked[1]
+        assert not any(path.exists() for path in ran.values()), "a call ran before the batch's questions"
+    user = Consenter("once")
+    async with modern_stdio(tmp_path, user) as client:
+        report = (await client.call_tool("aai_batch", batch)).structured_content
+    assert report is not None
+    assert (report["ok"], report["error"]) == (3, 0), report
+    assert len(user.messages) == 2, user.messages  # in one round
+    assert all(path.exists() for path in ran.values())
+    records = json.loads(subprocess_history(tmp_path))
+    assert sorted((r["tool"], r["consent"]) for r in records) == [("a", "once"), ("b", "once"), ("free", None)]
+
+
+def subprocess_history(tmp_path: Path) -> str:
+    env = {"HOME": str(tmp_path / "home"), "PATH": os.environ["PATH"], "AAI_PLATFORM": "linux"}
+    done = subprocess.run(
+        [gateway_command(), "history", "--json"], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout

@@ -28,6 +28,7 @@ from aai_gateway import __version__
 from aai_gateway.consent import Answer, Ask, Question
 from aai_gateway.consent.rounds import InputNeeded
 from aai_gateway.errors import AaiError, AppNotFound, InvalidParams, ToolNotFound
+from aai_gateway.mcp.batch_questions import ask_first
 from aai_gateway.mcp.catalogue import SERVER_NAME, instructions, tool_list
 from aai_gateway.mcp.errors import answer, resource_not_found, unknown_tool
 from aai_gateway.mcp.names import APP_PREFIX, Names, Target
@@ -159,7 +160,10 @@ class GatewayServer:
         try:
             rounds = Rounds.of(ctx, params) if modern(ctx) else None
             caller = _caller(ctx, self.transport, rounds)
-            return await self.run(caller, target, params.arguments or {}, params.meta)
+            arguments = params.arguments or {}
+            if rounds is not None and target.kind == "batch" and isinstance(calls := arguments.get("calls"), list):
+                await ask_first(self.gateway, calls, caller, rounds.round.ask)
+            return await self.run(caller, target, arguments, params.meta)
         except AaiError as exc:
             return answer(exc, style)
         except InputNeeded as needed:  # only a round's asker raises it
