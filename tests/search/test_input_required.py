@@ -211,10 +211,20 @@ async def test_a_tampered_state_or_a_forged_answer_installs_nothing(setup: Setup
                 "aai_install", {"app": "org.gnome.shell.screenshot"}, input_responses={name: yes}, request_state=state
             )
 
-        forged = await session.call_tool(
-            "aai_install", {"app": APP}, input_responses={"consent-other": yes}, request_state=state
-        )
-        assert "answers no question of the previous round" in text_in(forged)
+        # answers to a question not asked are ignored, and one left unanswered is asked again (SEP-2322)
+        forged: list[tuple[types.InputResponses, str | None]] = [({"consent-other": yes}, state), ({}, state)]
+        forged.append(({name: yes}, None))
+        for responses, sent_state in forged:
+            again = await session.call_tool(
+                "aai_install",
+                {"app": APP},
+                input_responses=responses,
+                request_state=sent_state,
+                allow_input_required=True,
+            )
+            assert isinstance(again, types.InputRequiredResult), again
+            assert again.input_requests is not None
+            assert list(again.input_requests) == [name]
 
         not_offered = types.ElicitResult(action="accept", content={"decision": "once"})
         wrong = await session.call_tool(
@@ -222,11 +232,11 @@ async def test_a_tampered_state_or_a_forged_answer_installs_nothing(setup: Setup
         )
         assert "without a decision the form offered" in text_in(wrong)
 
-        missing = await session.call_tool("aai_install", {"app": APP}, request_state=state)
-        assert "is missing" in text_in(missing)
-
-        unasked = await session.call_tool("aai_install", {"app": APP}, input_responses={name: yes})
-        assert "answers no question of the previous round" in text_in(unasked)
+        roots = types.ListRootsResult(roots=[])
+        not_a_form = await session.call_tool(
+            "aai_install", {"app": APP}, input_responses={name: roots}, request_state=state
+        )
+        assert "must be the result of the form elicitation asked" in text_in(not_a_form)
     assert not (setup.home / ".aai" / APP).exists()
     assert not setup.started.exists()
 

@@ -5,14 +5,16 @@ needs the user's answer, it ends with an `InputRequiredResult` holding the quest
 clients are sent) and a `requestState`; the client calls again with the answer in `inputResponses` and
 the `requestState` echoed. The state holds the answers gathered so far and the questions just asked; it
 is sealed (encrypted and bound to the tool's name and arguments) by the SDK's `RequestStateBoundary`,
-which refuses a tampered, expired or replayed one before the gateway sees it. An answer is taken only
-for a question the previous round asked, and only among the choices it offered; anything else is a
-clear INVALID_PARAMS, never a yes.
+which refuses a tampered or expired one, or one sent with another call, before the gateway sees it.
+An answer is taken only for a question the previous round asked: as SEP-2322 asks, answers to other
+questions are ignored and a question left unanswered is asked again; an answer that is not the form's
+result, or accepts without one of the choices offered, is INVALID_PARAMS. None of these is a yes.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +26,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from aai_gateway.consent import ANSWER_TITLES, Answer, Question
 from aai_gateway.consent.rounds import InputNeeded, Round, key
 from aai_gateway.errors import InvalidParams
+
+log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
 
@@ -82,19 +86,17 @@ class Rounds:
     def of(cls, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Rounds | None:
         """The round of a 2026-07-28 client that takes forms, else None (it is asked nothing: CONSENT_REQUIRED).
 
-        Raises InvalidParams for answers that do not answer what the previous round asked."""
+        Raises InvalidParams for an answer to a question the previous round asked that is not the form's."""
         if not takes_forms(ctx.session.client_capabilities):
             return None
         answers, asked = _state(params.request_state)
         responses = params.input_responses or {}
-        unasked = sorted(set(responses) - set(asked))
+        unasked = set(responses) - set(asked)
         if unasked:
-            raise InvalidParams(
-                f"inputResponses[{_shown(unasked[0])}] answers no question of the previous round"
-                f" (it asked {', '.join(sorted(asked)) or 'none'}); call again without it"
-            )
+            log.info("ignored %d answer(s) to questions not asked: %s", len(unasked), _shown(min(unasked)))
         for name, offered in asked.items():
-            answers[name] = _answer(name, responses.get(name), offered)
+            if name in responses:
+                answers[name] = _answer(name, responses[name], offered)
         return cls(answers)
 
     def input_required(self, needed: InputNeeded) -> types.InputRequiredResult:
@@ -126,10 +128,8 @@ def _state(text: str | None) -> tuple[dict[str, Answer | None], dict[str, list[s
     return answers, asked
 
 
-def _answer(name: str, response: types.InputResponse | None, offered: list[str]) -> Answer | None:
+def _answer(name: str, response: types.InputResponse, offered: list[str]) -> Answer | None:
     where = f"inputResponses[{_shown(name)}]"
-    if response is None:
-        raise InvalidParams(f"{where} is missing: the retried call must carry the answer to the question asked")
     if not isinstance(response, types.ElicitResult):
         raise InvalidParams(f"{where} must be the result of the form elicitation asked, got {type(response).__name__}")
     answer = chosen(response)
