@@ -1,9 +1,10 @@
 """How the gateway's own tools are spelled, in the two spellings `toolNames` chooses between.
 
 `"strict"` (the default) matches `^[a-zA-Z0-9_-]{1,64}$`, the only names many MCP clients accept
-(`app_com_apple_mail`, `aai_exec`, `aai_batch`, `aai_search`, `web_discover`); `"seed"` is the protocol's own
-(`app:com.apple.mail`, `aai:exec`, `aai:batch`, `aai:search`, `web:discover`). Every text an agent reads names the tools
-in the spelling that is listed, so it lives below everything that writes such a text.
+(`app_com_apple_mail`, `aai_exec`, `aai_batch`, `aai_run`, `aai_search`, `web_discover`); `"seed"` is the
+protocol's own (`app:com.apple.mail`, `aai:exec`, `aai:batch`, `aai:run`, `aai:search`, `web:discover`).
+Every text an agent reads names the tools in the spelling that is listed, so it lives below everything
+that writes such a text.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ SEED_BATCH = "aai:batch"
 SEED_DISCOVER = "web:discover"
 SEED_SEARCH = "aai:search"
 SEED_INSTALL = "aai:install"
+SEED_RUN = "aai:run"
 MAX = 64
 STRICT_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _NOT_STRICT = re.compile(r"[^a-zA-Z0-9_-]")
@@ -42,6 +44,7 @@ class Spelling:
     guide_prefix: str
     search: str
     install: str
+    run: str
 
     def guide_pattern(self) -> str:
         """How the guide tools are named, for texts that speak of all of them."""
@@ -49,7 +52,7 @@ class Spelling:
 
 
 SPELLINGS = {
-    SEED: Spelling(SEED_EXEC, SEED_BATCH, SEED_DISCOVER, SEED_APP_PREFIX, SEED_SEARCH, SEED_INSTALL),
+    SEED: Spelling(SEED_EXEC, SEED_BATCH, SEED_DISCOVER, SEED_APP_PREFIX, SEED_SEARCH, SEED_INSTALL, SEED_RUN),
     STRICT: Spelling(
         strict(SEED_EXEC),
         strict(SEED_BATCH),
@@ -57,6 +60,7 @@ SPELLINGS = {
         strict(SEED_APP_PREFIX),
         strict(SEED_SEARCH),
         strict(SEED_INSTALL),
+        strict(SEED_RUN),
     ),
 }
 

@@ -213,7 +213,7 @@ async def test_a_crash_is_recorded_as_the_automation_failure_the_caller_sees(
     async def crash(*_: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(gateway, "_call", crash)
+    monkeypatch.setattr(gateway.calls, "_call", crash)
     with pytest.raises(AaiError) as failed:
         await gateway.call("dev.aai.echo", "echo", {"text": "x"}, CALLER)
     record = gateway.history.query()[0]

@@ -15,6 +15,9 @@ from aai_gateway.mcp.names import Names
 from aai_gateway.search.schema import OUTPUT_SCHEMA as SEARCH_OUTPUT_SCHEMA
 from aai_gateway.service import MAX_BATCH, Gateway
 from aai_gateway.spelling import spelling
+from aai_gateway.workflows.plan import MAX_ITEMS, MAX_STEPS
+from aai_gateway.workflows.run import ANY_JSON
+from aai_gateway.workflows.run import OUTPUT_SCHEMA as RUN_OUTPUT_SCHEMA
 
 SERVER_NAME = "aai-gateway"
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
@@ -61,6 +64,49 @@ BATCH_DESCRIPTION = (
     f"(1 to {MAX_BATCH}), parallel, stopOnError. Results in order, each with its status."
 )
 
+RUN_DESCRIPTION = (
+    "Run app operations as one plan: steps [{id, app, tool, args}], where args may hold "
+    "${steps.<id>.result.<field>} (JMESPath) to pass an earlier step's result on. Steps run as soon as what they "
+    "read is done; if a step fails, those done are undone (onError: rollback|stop|continue). Per step: if, "
+    "forEach, undo {tool, args}, timeout, retries. output: what to answer."
+)
+RUN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "steps": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_STEPS,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "description": "Name other steps read it by"},
+                    "app": {"type": "string"},
+                    "tool": {"type": "string"},
+                    "args": {"type": "object", "description": "Arguments; ${…} reads inputs, steps, item"},
+                    "if": {"type": "string", "description": "${query}: run only when true"},
+                    "forEach": {
+                        "anyOf": [{"type": "string"}, {"type": "array"}],
+                        "description": f"${{query}} giving a list (≤ {MAX_ITEMS}): run once per item",
+                    },
+                    "undo": {
+                        "type": "object",
+                        "description": "How to put it back: {tool, args}, args may read args, result",
+                    },
+                    "timeout": {"type": "number"},
+                    "retries": {"type": "integer", "description": "Only for idempotent tools"},
+                },
+                "required": ["id", "app", "tool"],
+            },
+        },
+        "output": {**ANY_JSON, "description": 'What to answer, e.g. "${steps.read.result.title}"'},
+        "onError": {"enum": ["rollback", "stop", "continue"], "default": "rollback"},
+        "inputs": {"type": "object", "description": "Values the steps read as ${inputs.<name>}"},
+        "timeout": {"type": "number", "description": "Seconds for the whole plan (300)"},
+    },
+    "required": ["steps"],
+}
+
 
 @cache
 def instructions(style: str) -> str:
@@ -70,7 +116,8 @@ def instructions(style: str) -> str:
         f"Find the operation a task needs with {names.search} {{query}} first; it gives the app, the tool "
         f"and its arguments, and {names.install} {{app}} installs an app it found that is not installed yet. "
         f"Each {names.guide_pattern()} tool returns that app's operation guide (callable whether it is listed "
-        f"or not); run an operation with {names.exec} {{app, tool, args}}."
+        f"or not); run an operation with {names.exec} {{app, tool, args}}, and several that pass results on "
+        f"with {names.run} {{steps}}."
     )
 
 
@@ -140,6 +187,7 @@ DISCOVER_ANNOTATIONS: dict[str, Any] = {"title": "Discover a web app", "readOnly
 EXEC_ANNOTATIONS: dict[str, Any] = {"title": "Run an app operation", "destructiveHint": True, "openWorldHint": True}
 """It runs whatever operation it is given, so it may change or delete things, in apps or on the web."""
 BATCH_ANNOTATIONS: dict[str, Any] = {**EXEC_ANNOTATIONS, "title": "Run app operations in a batch"}
+RUN_ANNOTATIONS: dict[str, Any] = {**EXEC_ANNOTATIONS, "title": "Run a plan of app operations"}
 INSTALL_ANNOTATIONS: dict[str, Any] = {
     "title": "Install an app",
     "readOnlyHint": False,
@@ -152,9 +200,9 @@ SEARCH_ANNOTATIONS: dict[str, Any] = {"title": "Find an app operation", "readOnl
 
 
 def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
-    """The guide model's tools: the fixed ones first (search, install, exec, batch, discovery), then one guide entry per
-    app. Clients that pass only the first N tools to their model (Cursor 40, Windsurf 50) keep the fixed ones
-    however many apps there are.
+    """The guide model's tools: the fixed ones first (search, install, exec, batch, run, discovery), then one
+    guide entry per app. Clients that pass only the first N tools to their model (Cursor 40, Windsurf 50) keep
+    the fixed ones however many apps there are.
 
     Keys follow the SDK's field order (annotations last), so both answer paths write the same bytes."""
     fixed: list[dict[str, Any]] = [
@@ -183,6 +231,13 @@ def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
             "inputSchema": batch_schema(names.style),
             "outputSchema": BATCH_OUTPUT_SCHEMA,
             "annotations": BATCH_ANNOTATIONS,
+        },
+        {
+            "name": names.run,
+            "description": RUN_DESCRIPTION,
+            "inputSchema": RUN_SCHEMA,
+            "outputSchema": RUN_OUTPUT_SCHEMA,
+            "annotations": RUN_ANNOTATIONS,
         },
         {
             "name": names.discover,

@@ -23,6 +23,7 @@ from aai_gateway.spelling import (
     SEED_DISCOVER,
     SEED_EXEC,
     SEED_INSTALL,
+    SEED_RUN,
     SEED_SEARCH,
     STRICT,
     strict,
@@ -35,8 +36,9 @@ BATCH = SEED_BATCH
 DISCOVER = SEED_DISCOVER
 SEARCH = SEED_SEARCH
 INSTALL = SEED_INSTALL
+RUN = SEED_RUN
 
-Kind = Literal["guide", "exec", "batch", "discover", "search", "install", "direct"]
+Kind = Literal["guide", "exec", "batch", "run", "discover", "search", "install", "direct"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,7 @@ class Names:
             strict(DISCOVER): Target("discover"),
             strict(SEARCH): Target("search"),
             strict(INSTALL): Target("install"),
+            strict(RUN): Target("run"),
         }
         self._guide_names: dict[str, str] = {}
         for app in apps:
@@ -89,6 +92,10 @@ class Names:
     @property
     def batch(self) -> str:
         return self.spelling.batch
+
+    @property
+    def run(self) -> str:
+        return self.spelling.run
 
     @property
     def discover(self) -> str:
@@ -121,6 +128,8 @@ class Names:
             return Target("search")
         if name == INSTALL:
             return Target("install")
+        if name == RUN:
+            return Target("run")
         if name.startswith(APP_PREFIX):
             return Target("guide", name[len(APP_PREFIX) :])
         if name in self._strict:

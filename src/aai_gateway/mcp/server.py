@@ -174,7 +174,7 @@ class GatewayServer:
         names = self.names
         fixed = (
             f"{names.spelling.guide_pattern()}, {names.search}, {names.install}, {names.exec}, {names.batch}, "
-            f"{names.discover}"
+            f"{names.run}, {names.discover}"
         )
         return ToolNotFound(
             f"no tool named '{name}'; the tools are {fixed} and {names.direct_pattern()} (see resources/list)"
@@ -208,6 +208,11 @@ class GatewayServer:
         field = unencodable(arguments, "")
         if field is not None:
             raise InvalidParams(f"{field[1:]} holds half of a surrogate pair (a lone \\ud800-\\udfff escape)")
+        if target.kind == "run":
+            text, report, failed = await self.gateway.run(arguments, caller)
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=text)], structured_content=report, is_error=failed
+            )
         url = arguments.get("url")
         if not isinstance(url, str) or not url.strip():
             raise InvalidParams(f"{self.names.discover} needs 'url' as a non-empty string: a web app's domain or URL")

@@ -1,0 +1,88 @@
+"""A plan held against the apps before anything runs: every app and tool known, retries only where a tool
+may run twice, arguments written in the plan checked against the tool's schema."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aai_gateway.calls import Caller, Calls
+from aai_gateway.consent.launches import asked_by
+from aai_gateway.descriptor import Binding, Descriptor, Tool
+from aai_gateway.descriptor.argument_check import ArgumentCheck
+from aai_gateway.errors import AaiError, ConsentRequired, PermissionDenied
+from aai_gateway.workflows.plan import Plan, Problems, literal_keys
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """An app's tool a plan calls, found."""
+
+    app: Descriptor
+    binding: Binding
+    tool: Tool
+
+
+@dataclass(frozen=True, slots=True)
+class Targets:
+    steps: Mapping[str, Target]
+    undos: Mapping[str, Target]
+    """The undo of each step that has one, by step id."""
+
+    def all(self) -> list[Target]:
+        return [*self.steps.values(), *self.undos.values()]
+
+
+async def targets(plan: Plan, calls: Calls, caller: Caller, problems: Problems) -> Targets:
+    """The app and tool of every step and undo; what cannot be found is added to `problems`."""
+    found: dict[tuple[str, str], Target | None] = {}
+
+    async def find(app_id: str, tool_name: str, where: str) -> Target | None:
+        key = (app_id, tool_name)
+        if key not in found:
+            try:
+                app = await asked_by(caller.name, caller.ask, calls.servers.live(await calls.apps.resolve(app_id)))
+                found[key] = Target(*calls.apps.tool(app, app_id, tool_name))
+            except (ConsentRequired, PermissionDenied):
+                raise
+            except AaiError as exc:
+                problems.add(where, exc.detail)
+                found[key] = None
+                return None
+        return found[key]
+
+    steps: dict[str, Target] = {}
+    undos: dict[str, Target] = {}
+    for step in plan.steps:
+        where = f"steps[id={step.id}]"
+        target = await find(step.app, step.tool, where)
+        if target is not None:
+            steps[step.id] = target
+            if step.retries and target.tool.annotations.idempotent is not True:
+                problems.add(
+                    f"{where}.retries",
+                    f"{step.app}:{step.tool} is not marked idempotent, so it never runs twice; drop retries",
+                )
+            if not step.literal:
+                await _partly(step.args, target.tool, f"{where}.args", problems)
+        if step.undo is not None:
+            undo = await find(step.undo.app, step.undo.tool, f"{where}.undo")
+            if undo is not None:
+                undos[step.id] = undo
+                await _partly(step.undo.args, undo.tool, f"{where}.undo.args", problems)
+    return Targets(steps, undos)
+
+
+async def _partly(args: Mapping[str, Any], tool: Tool, where: str, problems: Problems) -> None:
+    """The arguments written in the plan against the tool's schema; those built by `${…}` are checked
+    when the step runs, so they are neither required nor checked here."""
+    written = literal_keys(args)
+    schema: Mapping[str, Any] = tool.parameters
+    built = set(args) - set(written)
+    if built and isinstance(schema.get("required"), list):
+        schema = {**schema, "required": [name for name in schema["required"] if name not in built]}
+    try:
+        await ArgumentCheck(tool.name, schema).run(written)
+    except AaiError as exc:
+        problems.add(where, exc.detail)

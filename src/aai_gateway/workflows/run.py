@@ -1,0 +1,126 @@
+"""aai:run: a plan checked whole, agreed to once, run, recorded as one record with a child per call, and
+answered as text for the model and as structured content."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+from aai_gateway.calls import Caller, Calls
+from aai_gateway.text import printable
+from aai_gateway.workflows.checks import targets
+from aai_gateway.workflows.consent import agree
+from aai_gateway.workflows.plan import WORKFLOWS_APP, Plan, Problems, parse
+from aai_gateway.workflows.runner import Report, Run
+
+MOST_TEXT = 20_000
+"""Characters of results the text for the model carries; the structured content has them all."""
+
+
+async def run_plan(raw: Any, calls: Calls, caller: Caller, *, name: str = "plan", title: str = "the plan") -> Report:
+    """Check `raw` whole (nothing runs if any problem is found), ask once for what is not allowed yet, run it."""
+    problems = Problems()
+    plan = parse(raw, problems)
+    problems.raise_any(title)
+    assert plan is not None
+    return await run_checked(plan, calls, caller, name=name, title=title, problems=problems)
+
+
+async def run_checked(
+    plan: Plan, calls: Calls, caller: Caller, *, name: str, title: str, problems: Problems | None = None
+) -> Report:
+    problems = problems or Problems()
+    found = await targets(plan, calls, caller, problems)
+    problems.raise_any(title)
+    ask = await agree(title, found.all(), calls, caller)
+
+    async def work(run_id: str) -> Report:
+        steps_caller = replace(caller, ask=ask, parent=run_id)
+        return await Run(plan, calls, steps_caller).go()
+
+    recorded = {"steps": len(plan.steps), "inputs": dict(plan.inputs)}
+    report: Report = await calls.run(WORKFLOWS_APP, name, recorded, caller, work)
+    return report
+
+
+def text(report: Report) -> str:
+    """The answer as the model reads it: how the plan ended, each step in a word, the output."""
+    head = {"ok": "The plan ran", "failed": "The plan failed", "rolledBack": "The plan failed and was rolled back"}
+    lines = [f"{head.get(report.status, report.status)} in {report.duration_ms:.0f} ms."]
+    for outcome in report.outcomes:
+        step = outcome.step
+        line = f"- {step.id} ({printable(step.app)}:{printable(step.tool)}): {outcome.status}"
+        if outcome.error is not None:
+            line += f": {outcome.error.type}: {outcome.error.detail}"
+        elif outcome.reason:
+            line += f" ({outcome.reason})"
+        if outcome.undo is not None and outcome.undo.get("status") == "failed":
+            line += f"; its undo failed: {outcome.undo.get('error')}"
+        elif outcome.undo is not None and outcome.undo.get("status") == "none":
+            line += "; not undone (it has no undo)"
+        lines.append(line)
+    if report.output_error:
+        lines.append(f"The output could not be built: {report.output_error}")
+    elif report.status == "ok":
+        if report.output is not None:
+            lines.append("Output: " + _json(report.output))
+        else:
+            results = {o.step.id: o.result for o in report.outcomes if o.status == "ok"}
+            lines.append("Results: " + _json(results))
+    return "\n".join(lines)
+
+
+def _json(value: Any) -> str:
+    shown = json.dumps(value, ensure_ascii=False, default=str)
+    return shown if len(shown) <= MOST_TEXT else shown[:MOST_TEXT] + " … (cut; the structured content has it all)"
+
+
+ANY_JSON: dict[str, Any] = {"anyOf": [{"type": t} for t in ("object", "array", "string", "number", "boolean", "null")]}
+"""Any JSON value, said with a keyword (clients warn of a schema that says nothing)."""
+OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "status": {"type": "string", "enum": ["ok", "failed", "rolledBack"]},
+        "output": ANY_JSON,
+        "outputError": {"type": "string"},
+        "durationMs": {"type": "number"},
+        "steps": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "app": {"type": "string"},
+                    "tool": {"type": "string"},
+                    "status": {"type": "string", "enum": ["ok", "failed", "skipped", "undone"]},
+                    "durationMs": {"type": "number"},
+                    "result": ANY_JSON,
+                    "error": {
+                        "type": "object",
+                        "properties": {
+                            "code": {"type": "integer"},
+                            "type": {"type": "string"},
+                            "detail": {"type": "string"},
+                        },
+                        "required": ["code", "type", "detail"],
+                    },
+                    "reason": {"type": "string"},
+                    "undo": {
+                        "type": "object",
+                        "properties": {
+                            "status": {"type": "string", "enum": ["ok", "failed", "none"]},
+                            "tool": {"type": "string"},
+                            "error": {"type": "string"},
+                            "reason": {"type": "string"},
+                        },
+                        "required": ["status"],
+                    },
+                },
+                "required": ["id", "app", "tool", "status"],
+            },
+        },
+    },
+    "required": ["status", "steps", "durationMs"],
+}
+"""The structured content of an aai:run answer."""

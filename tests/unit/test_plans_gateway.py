@@ -1,0 +1,109 @@
+"""`aai:run` in-process against the real DBus echo app: results passed along, order, failure handling and
+every problem found before anything runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from aai_gateway.errors import InvalidParams
+from aai_gateway.service import Caller, Gateway
+
+pytestmark = pytest.mark.anyio
+
+CLI = Caller(name="plan-test", transport="cli")
+
+
+def step(step_id: str, tool: str, **args: Any) -> dict[str, Any]:
+    return {"id": step_id, "app": "dev.aai.echo", "tool": tool, "args": args}
+
+
+async def run(gateway: Gateway, plan: dict[str, Any]) -> dict[str, Any]:
+    _, report, _ = await gateway.run(plan, CLI)
+    return report
+
+
+async def test_a_result_passes_to_the_next_step_typed_or_as_text(echo_gateway: Gateway) -> None:
+    report = await run(
+        echo_gateway,
+        {
+            "steps": [
+                step("sum", "add", a=2, b=3),
+                step("twice", "add", a="${steps.sum.result}", b="${steps.sum.result}"),
+                step("say", "echo", text="sum ${steps.sum.result}, twice ${steps.twice.result}"),
+            ],
+            "output": {"said": "${steps.say.result}", "n": "${steps.twice.result}"},
+        },
+    )
+    assert report["status"] == "ok"
+    assert report["output"] == {"said": "sum 5, twice 10", "n": 10}
+    assert [s["status"] for s in report["steps"]] == ["ok", "ok", "ok"]
+
+
+async def test_if_and_for_each(echo_gateway: Gateway) -> None:
+    report = await run(
+        echo_gateway,
+        {
+            "inputs": {"words": ["a", "b", "c"], "loud": False},
+            "steps": [
+                {**step("each", "echo", text="${item}!"), "forEach": "${inputs.words}"},
+                {**step("shout", "echo", text="LOUD"), "if": "${inputs.loud}"},
+                step("joined", "join", parts="${steps.each.result}", sep="-"),
+            ],
+            "output": "${steps.joined.result}",
+        },
+    )
+    assert report["output"] == "a!-b!-c!"
+    assert report["steps"][1]["status"] == "skipped"
+
+
+async def test_a_failure_skips_what_depends_on_it_and_rolls_back_what_was_done(echo_gateway: Gateway) -> None:
+    report = await run(
+        echo_gateway,
+        {
+            "steps": [
+                {**step("first", "add", a=1), "undo": {"tool": "echo", "args": {"text": "undo ${result}"}}},
+                {**step("boom", "fail", message="no"), "args": {"message": "after ${steps.first.result}"}},
+                step("after", "echo", text="${steps.boom.result}"),
+            ]
+        },
+    )
+    assert report["status"] == "rolledBack"
+    statuses = {s["id"]: s["status"] for s in report["steps"]}
+    assert statuses == {"first": "undone", "boom": "failed", "after": "skipped"}
+    assert report["steps"][0]["undo"] == {"status": "ok", "tool": "echo"}
+
+
+@pytest.mark.hostile("validation")
+async def test_every_problem_is_found_before_anything_runs(echo_gateway: Gateway) -> None:
+    before = echo_gateway.history.count()
+    plan = {
+        "steps": [
+            step("a", "add", a="${steps.b.result}"),
+            step("b", "add", a="${steps.a.result}"),
+            step("c", "nope"),
+            step("d", "add", a="not a number"),
+            step("e", "echo", text="${steps.ghost.result}"),
+            step("f", "echo", text="${__import__('os')}"),
+            {**step("g", "echo", text="x"), "retries": 2},
+        ]
+    }
+    with pytest.raises(InvalidParams) as refused:
+        await run(echo_gateway, plan)
+    detail = refused.value.detail
+    assert "nothing was called" in detail
+    for said in ("steps[id=e]: refers to steps.ghost", "steps[id=f].args.text", "which JMESPath does not have"):
+        assert said in detail
+    assert echo_gateway.history.count() == before
+    cyclic = {"steps": [step("a", "add", a="${steps.b.result}"), step("b", "add", a="${steps.a.result}")]}
+    with pytest.raises(InvalidParams, match=r"cycle \(a → b → a\)"):
+        await run(echo_gateway, cyclic)
+    checked = {"steps": [step("c", "nope"), step("d", "add", a="x"), {**step("g", "echo", text="x"), "retries": 2}]}
+    with pytest.raises(InvalidParams) as refused:
+        await run(echo_gateway, checked)
+    detail = refused.value.detail
+    assert "steps[id=c]: dev.aai.echo has no tool 'nope'" in detail
+    assert "steps[id=d].args" in detail
+    assert "steps[id=g].retries" in detail
+    assert echo_gateway.history.count() == before
