@@ -251,7 +251,9 @@ def text_in(result: types.CallToolResult | types.InputRequiredResult) -> str:
     return block.text
 
 
-async def test_a_batch_asks_every_question_before_any_call_runs(tmp_path: Path) -> None:
+def three_tools(tmp_path: Path) -> dict[str, Path]:
+    """A server (written by the user: its start needs no approval) with tools `free` (a rule allows it), `a`
+    and `b`, each touching a file when it runs; the files by tool."""
     ran = {name: tmp_path / f"ran-{name}" for name in ("free", "a", "b")}
     plan = {
         "tools": [{"name": name, "inputSchema": {"type": "object"}} for name in ran],
@@ -263,6 +265,11 @@ async def test_a_batch_asks_every_question_before_any_call_runs(tmp_path: Path) 
         descriptor("mcp.three", hostile(tmp_path / "plan.json", plan)),
         config={"consent": {"default": "ask", "rules": [rule]}},
     )
+    return ran
+
+
+async def test_a_batch_asks_every_question_before_any_call_runs(tmp_path: Path) -> None:
+    ran = three_tools(tmp_path)
     batch = {"calls": [{"app": "mcp.three", "tool": name, "args": {"n": name}} for name in ran]}
     async with modern_stdio(tmp_path, Consenter("once")) as client:
         first = await client.session.call_tool("aai_batch", batch, allow_input_required=True)
@@ -282,6 +289,24 @@ async def test_a_batch_asks_every_question_before_any_call_runs(tmp_path: Path) 
     assert all(path.exists() for path in ran.values())
     records = json.loads(subprocess_history(tmp_path))
     assert sorted((r["tool"], r["consent"]) for r in records) == [("a", "once"), ("b", "once"), ("free", None)]
+
+
+async def test_a_plan_is_agreed_to_in_a_round_before_any_step_runs(tmp_path: Path) -> None:
+    ran = three_tools(tmp_path)
+    plan = {"steps": [{"id": name, "app": "mcp.three", "tool": name, "args": {}} for name in ran]}
+    async with modern_stdio(tmp_path, Consenter("once")) as client:
+        first = await client.session.call_tool("aai_run", plan, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult), first
+        assert first.input_requests is not None
+        assert len(first.input_requests) == 1
+        assert not any(path.exists() for path in ran.values()), "a step ran before the plan was agreed to"
+    user = Consenter("once")
+    async with modern_stdio(tmp_path, user) as client:
+        result = await client.call_tool("aai_run", plan)
+    assert not result.is_error, result
+    assert len(user.messages) == 1, user.messages
+    assert "calls 2 tool(s) not allowed yet" in user.messages[0]
+    assert all(path.exists() for path in ran.values())
 
 
 def subprocess_history(tmp_path: Path) -> str:

@@ -9,6 +9,7 @@ import pytest
 
 from aai_gateway.consent import Answer, Question
 from aai_gateway.consent.rounds import InputNeeded, Round, key
+from aai_gateway.service import Caller, Gateway
 from tests.unit.test_consent_gate import APP, OTHER, TOOL, gate
 
 pytestmark = pytest.mark.anyio
@@ -53,3 +54,13 @@ def test_the_gate_says_which_question_a_call_would_ask_and_uses_up_nothing(tmp_p
     assert consent.question("agent", APP, TOOL, {}) is None
     assert consent.store.use(once.id), "asking which question a call would ask used up a one-time allow"
     assert gate(tmp_path / "allowing", consent_default="allow").question("agent", APP, OTHER, {}) is None
+
+
+async def test_a_question_met_while_a_batch_runs_ends_the_batch_instead_of_vanishing(echo_gateway: Gateway) -> None:
+    """The MCP layer asks a batch's questions first; one it could not foresee still ends the call to ask."""
+    calls = [{"app": "dev.aai.echo", "tool": "echo", "args": {"text": "x"}}]
+    with pytest.raises(InputNeeded) as needed:
+        await echo_gateway.batch(calls, Caller(name="agent", transport="stdio", ask=Round({}).ask))
+    assert [q.tool for q in needed.value.questions] == ["echo"]
+    echo_gateway.history.flush()
+    assert echo_gateway.history.query() == [], "the round that asked was recorded as a call"

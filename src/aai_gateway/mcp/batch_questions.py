@@ -4,7 +4,8 @@ A client asked between the rounds of a call is sent a question by ending the cal
 again whole. For a batch that must happen before any of its calls runs, else the calls that needed no
 answer would run again in each round: so every question its calls would ask (an MCP server's command
 line, a tool's consent) is gathered first, and all of them are put in one round. An entry that cannot
-be looked at now (a malformed one, an app not installed, a tool unknown) is left to the batch to report.
+be looked at now (a malformed one, an app not installed, a tool unknown) is left to the batch to report;
+a web app named by its URL is discovered here, as the call would.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ async def _question(gateway: Gateway, call: Mapping[str, Any], caller: Caller, a
     app_id, tool_name, args = call.get("app"), call.get("tool"), call.get("args") or {}
     if not isinstance(app_id, str) or not isinstance(tool_name, str) or not isinstance(args, Mapping):
         return None
-    app = await asked_by(caller.name, ask, gateway.live(gateway.app(app_id)))
+    app = await asked_by(caller.name, ask, gateway.live(await gateway.lookup.resolve(app_id)))
     found = app.find_tool(gateway.platform, tool_name)
     if found is None:
         return None
