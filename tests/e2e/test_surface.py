@@ -89,7 +89,15 @@ async def test_strict_names_are_listed_and_both_spellings_are_called(
 ) -> None:
     async with connect(make_home(tmp_path, {"toolNames": "strict"})) as session:
         names = [t.name for t in (await session.list_tools()).tools]
-        assert names == ["aai_search", "aai_install", "aai_exec", "aai_batch", "aai_run", "web_discover", "app_dev_aai_echo"]
+        assert names == [
+            "aai_search",
+            "aai_install",
+            "aai_exec",
+            "aai_batch",
+            "aai_run",
+            "web_discover",
+            "app_dev_aai_echo",
+        ]
         assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", n) for n in names)
         for guide_name in ("app_dev_aai_echo", "app:dev.aai.echo"):
             assert text_of(await session.call_tool(guide_name, {})).startswith("# Echo Operation Guide")

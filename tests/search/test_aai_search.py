@@ -46,7 +46,15 @@ async def test_search_finds_installed_and_library_operations_with_their_paramete
     home = echo_home(tmp_path)
     async with stdio_session(bus.env() | env_of(home), tmp_path / "gateway.log") as session:
         listed = [t.name for t in (await session.list_tools()).tools]
-        assert listed == ["aai_search", "aai_install", "aai_exec", "aai_batch", "aai_run", "web_discover", "app_dev_aai_echo"]
+        assert listed == [
+            "aai_search",
+            "aai_install",
+            "aai_exec",
+            "aai_batch",
+            "aai_run",
+            "web_discover",
+            "app_dev_aai_echo",
+        ]
         search_tool = next(t for t in (await session.list_tools()).tools if t.name == "aai_search")
         assert search_tool.output_schema == OUTPUT_SCHEMA
 

@@ -138,8 +138,7 @@ class ConsentGate:
         arguments = summarize(args, tool.parameters)
         answer = None
         if ask is not None:
-            question = Question(caller, app_id, app.name, tool.name, tool.description, arguments, destructive)
-            answer = await ask(question)
+            answer = await ask(_question(caller, app, app_id, tool, arguments))
         if answer is None:
             request = self.store.ask_later(caller, app_id, tool.name, arguments, transport, destructive=destructive)
             holds = ask is None and self.ui_url and self.settings.consent_wait_seconds > 0
@@ -174,6 +173,24 @@ class ConsentGate:
                 else ""
             )
             raise PermissionDenied(f'the user refused "{safe(caller)}" running {app_id}:{tool.name}{kept}')
+
+    def question(
+        self,
+        caller: str,
+        app: Descriptor,
+        tool: Tool,
+        args: Mapping[str, Any],
+        *,
+        app_key: str | None = None,
+        marks_trusted: bool = True,
+    ) -> Question | None:
+        """The question `check` would put about this call (for a caller not at the CLI), or None when the
+        decisions, rules or defaults settle it; a one-time allow is left for the call to use."""
+        app_id = app_key or app.app_id
+        read_only = tool.read_only and marks_trusted
+        if self.verdict(caller, app_id, tool.name, read_only=read_only, destructive=tool.destructive).mode != "ask":
+            return None
+        return _question(caller, app, app_id, tool, summarize(args, tool.parameters))
 
     async def _held(self, verdict: Callable[[], Verdict]) -> bool:
         """Wait for someone to decide in the UI or with the CLI; True once a decision applies."""
@@ -215,6 +232,12 @@ class ConsentGate:
             f'"{safe(caller)}" needs the user\'s consent to run tool "{tool}" of {app}, and {why}. '
             f"Approve it with `{command('allow', caller, app, tool)}` {scope}{ui}, then call again."
         )
+
+
+def _question(
+    caller: str, app: Descriptor, app_id: str, tool: Tool, arguments: tuple[tuple[str, str], ...]
+) -> Question:
+    return Question(caller, app_id, app.name, tool.name, tool.description, arguments, tool.destructive)
 
 
 _PLAIN = re.compile(r"[\w .@:+/-]+")

@@ -25,13 +25,16 @@ from mcp.server.models import InitializationOptions
 from pydantic import ValidationError
 
 from aai_gateway import __version__
-from aai_gateway.consent import ANSWER_TITLES, Answer, Ask, Question
+from aai_gateway.consent import Answer, Ask, Question
+from aai_gateway.consent.rounds import InputNeeded
 from aai_gateway.errors import AaiError, AppNotFound, InvalidParams, ToolNotFound
+from aai_gateway.mcp.batch_questions import ask_first
 from aai_gateway.mcp.catalogue import SERVER_NAME, instructions, tool_list
 from aai_gateway.mcp.errors import answer, resource_not_found, unknown_tool
 from aai_gateway.mcp.names import APP_PREFIX, Names, Target
 from aai_gateway.mcp.notify import Notifier
 from aai_gateway.mcp.relay import SessionRelay
+from aai_gateway.mcp.rounds import Rounds, boundary, chosen, consent_form, form_of, modern, takes_forms
 from aai_gateway.mcp.sdk_private import connection_of
 from aai_gateway.mcp.wire.early import Arrived
 from aai_gateway.service import MAX_BATCH, Caller, Forwarded, Gateway
@@ -41,21 +44,6 @@ log = logging.getLogger(__name__)
 
 DESCRIPTOR_MIME = "application/aai+json"
 APP_TEMPLATE = APP_PREFIX + "{appId}"
-
-
-def consent_form(titles: Mapping[Answer, str] = ANSWER_TITLES) -> dict[str, Any]:
-    """The form a consent question is put with: one choice among the answers offered."""
-    return {
-        "type": "object",
-        "properties": {
-            "decision": {
-                "type": "string",
-                "title": "Allow this?",
-                "oneOf": [{"const": answer.value, "title": title} for answer, title in titles.items()],
-            }
-        },
-        "required": ["decision"],
-    }
 
 
 ASK_TIMEOUT = 300.0
@@ -125,6 +113,7 @@ class GatewayServer:
             on_subscriptions_listen=self.notifier.listen,
         )
         self.server.middleware.append(_before_initialize)
+        self.server.middleware.append(boundary(SERVER_NAME))
         gateway.listeners.append(self.apps_changed)
 
     def _seen(self, ctx: ServerRequestContext[Any]) -> None:
@@ -161,16 +150,25 @@ class GatewayServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         self._seen(ctx)
         style = self.gateway.settings.error_style
         target = self.names.resolve(params.name)
         if target is None:
             raise unknown_tool(self._no_such_tool(params.name), style)
+        rounds = None
         try:
-            return await self.run(_caller(ctx, self.transport), target, params.arguments or {}, params.meta)
+            rounds = Rounds.of(ctx, params) if modern(ctx) else None
+            caller = _caller(ctx, self.transport, rounds)
+            arguments = params.arguments or {}
+            if rounds is not None and target.kind == "batch" and isinstance(calls := arguments.get("calls"), list):
+                await ask_first(self.gateway, calls, caller, rounds.round.ask)
+            return await self.run(caller, target, arguments, params.meta)
         except AaiError as exc:
             return answer(exc, style)
+        except InputNeeded as needed:  # only a round's asker raises it
+            assert rounds is not None
+            return rounds.input_required(needed)
 
     def _no_such_tool(self, name: str) -> ToolNotFound:
         names = self.names
@@ -318,10 +316,12 @@ def _batch_arguments(arguments: dict[str, Any], name: str) -> tuple[list[Any], b
     return calls, parallel, stop
 
 
-def _caller(ctx: ServerRequestContext[Any], transport: str) -> Caller:
+def _caller(ctx: ServerRequestContext[Any], transport: str, rounds: Rounds | None = None) -> Caller:
+    """The caller of a request; a 2026-07-28 client is asked between rounds (`rounds`) or, without forms, not."""
     arrived = ctx.request.at if isinstance(ctx.request, Arrived) else None
     name = client_name(ctx.session.client_params)
-    return Caller(name=name, transport=transport, ask=_asker(ctx), arrived=arrived, relay=SessionRelay(ctx))
+    ask = (rounds.round.ask if rounds is not None else None) if modern(ctx) else _asker(ctx)
+    return Caller(name=name, transport=transport, ask=ask, arrived=arrived, relay=SessionRelay(ctx))
 
 
 def client_name(params: types.InitializeRequestParams | None) -> str:
@@ -351,9 +351,7 @@ def asker_on(connection: Connection, standalone: bool = False) -> Ask | None:
     params = connection.client_params
 
     def elicit(question: Question) -> Awaitable[types.ElicitResult]:
-        schema = consent_form(question.titles())
-        form = types.ElicitRequestFormParams(message=question.message(), requested_schema=schema)
-        return connection.send_request(types.ElicitRequest(params=form))
+        return connection.send_request(types.ElicitRequest(params=form_of(question)))
 
     capabilities = params.capabilities if params is not None else None
     return _form_asker(capabilities, elicit, connection.ping if standalone else None)
@@ -366,8 +364,7 @@ def _form_asker(
 ) -> Ask | None:
     """Questions put with `elicit`, to a client that takes form elicitations; with `ping`, only once the
     standalone stream they travel on is open."""
-    elicitation = capabilities.elicitation if capabilities is not None else None
-    if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+    if not takes_forms(capabilities):
         return None
 
     async def ask(question: Question) -> Answer | None:
@@ -389,11 +386,7 @@ async def _asked(question: Question, asking: Awaitable[types.ElicitResult]) -> A
     except (MCPError, ValidationError, TimeoutError) as exc:
         log.info("could not ask about %s:%s: %s", question.app, question.tool, exc)
         return None
-    if result.action == "decline":
-        return Answer.DENY
-    decision = (result.content or {}).get("decision") if result.action == "accept" else None
-    known = {answer.value: answer for answer in Answer}
-    return known.get(decision) if isinstance(decision, str) else None
+    return chosen(result)
 
 
 async def _standalone_stream(ping: Callable[[], Awaitable[object]]) -> bool:

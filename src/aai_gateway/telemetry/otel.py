@@ -34,6 +34,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from aai_gateway import __version__
 from aai_gateway.consent import Answer, Ask, Question
+from aai_gateway.consent.rounds import InputNeeded
 from aai_gateway.errors import AaiError
 from aai_gateway.executors import Executor, ToolCall
 from aai_gateway.telemetry.switch import Described, Wanted
@@ -202,6 +203,9 @@ class Telemetry:
             raise
         except asyncio.CancelledError:
             outcome, error = "cancelled", "CANCELLED"
+            raise
+        except InputNeeded:  # the call ended to ask the user (MCP 2026-07-28); its retry is a span of its own
+            outcome = "input_required"
             raise
         except BaseException as exc:
             outcome, error = "error", type(exc).__qualname__

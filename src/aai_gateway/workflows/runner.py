@@ -170,6 +170,13 @@ class Run:
                 continue
             for task in done:
                 outcome = running.pop(task)
+                if not task.cancelled() and (signal := task.exception()) is not None:
+                    # not an outcome (`_step` keeps AaiErrors): a call that ended to ask the user first
+                    # (consent.rounds.InputNeeded) ends the run, and the steps under way with it
+                    for other in running:
+                        other.cancel()
+                    await asyncio.gather(*running, return_exceptions=True)
+                    raise signal
                 if outcome.status == "failed":
                     first_failure = first_failure or outcome
                     if self.plan.on_error != "continue":
