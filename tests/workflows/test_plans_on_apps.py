@@ -162,7 +162,7 @@ async def test_a_declined_plan_runs_nothing(desktop: Desktop, session: Session) 
                     },
                 ],
             },
-        )  # type: ignore[dict-item]
+        )
     assert result.is_error
     assert "nothing was called" in result.content[0].text  # type: ignore[union-attr]
     assert len(refusing.questions) == 1
