@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sqlite3
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,9 +18,11 @@ import pytest
 from aai_gateway.history import HistoryStore, Record
 from aai_gateway.history.record import RUN_APP
 from tests.history_runs import STEPS, Step, record_run
-from tests.support import gateway_command
+from tests.support import ROOT, gateway_command
 
 pytestmark = pytest.mark.e2e
+V2_DUMP = ROOT / "tests" / "unit" / "history_v2.sql"
+"""A history as aai-gateway wrote it with schema 2, before runs."""
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -154,3 +157,16 @@ def test_step_labels_cannot_drive_the_terminal(tmp_path: Path) -> None:
         assert "\x07" not in out
         assert "\r" not in out
         assert "\\x1b[2J" in out
+
+
+def test_history_reads_a_file_an_older_gateway_wrote(tmp_path: Path) -> None:
+    """`aai-gateway history` right after an upgrade, before any gateway of this version opened the file."""
+    path = tmp_path / "home" / ".aai" / "history.db"
+    path.parent.mkdir(parents=True)
+    with sqlite3.connect(path) as conn:
+        conn.executescript(V2_DUMP.read_text())
+    conn.close()
+    lines = cli(tmp_path / "home", "history").stdout.splitlines()
+    assert [line.split()[2] for line in lines[1:]] == ["v2-asked", "v2-failed", "v2-ok"]
+    shown = cli(tmp_path / "home", "history", "show", "v2-failed").stdout
+    assert "error -32001 AUTOMATION_FAILED" in shown

@@ -83,6 +83,8 @@ def test_a_run_is_one_row_with_its_steps_folded_beneath(tmp_path: Path, browser:
         expect(page.locator("#step")).to_have_text("lower")
         page.locator("#run").get_by_role("link", name=f"{RUN_APP}:morning").click()
         expect(page.locator("h1")).to_contain_text("run-1")
+        expect(page.locator("dl.facts")).to_contain_text(f"{RUN_APP} (a run of a plan or workflow)")
+        assert page.locator("dl.facts").get_by_role("link", name=RUN_APP).count() == 0
         listed = page.locator("#steps tbody tr")
         expect(listed).to_have_count(len(STEPS))
         expect(listed.nth(4)).to_contain_text("dev.aai.notes")

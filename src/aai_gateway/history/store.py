@@ -712,6 +712,8 @@ class HistoryStore:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
                 raise HistoryUnavailable(_newer(self.path, version))
+            if 0 < version < SCHEMA_VERSION:
+                self._upgrade(version)
             yield conn if version else None
         except sqlite3.Error as exc:
             if _corrupt(exc):
@@ -722,6 +724,21 @@ class HistoryStore:
             raise HistoryUnavailable(f"cannot read {self.path}: {_reason(exc, self.path.parent)}") from exc
         finally:
             conn.close()
+
+    def _upgrade(self, version: int) -> None:
+        """Bring a history an older aai-gateway wrote up to this schema, for a reader that finds one before
+        any gateway of this version opened it (`aai-gateway history` right after an upgrade)."""
+        try:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            try:
+                _migrate(conn, self.path)
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise HistoryUnavailable(
+                f"{self.path} holds call history schema {version}, and bringing it up to {SCHEMA_VERSION} "
+                f"failed: {_reason(exc, self.path.parent)}"
+            ) from exc
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:

@@ -21,7 +21,7 @@ from aai_gateway.descriptor import Descriptor
 from aai_gateway.errors import AaiError
 from aai_gateway.history import STATUSES, HistoryUnavailable, parse_time
 from aai_gateway.history.export import FORMATS, MEDIA_TYPES, lines
-from aai_gateway.history.record import now
+from aai_gateway.history.record import RUN_APP, now
 from aai_gateway.history.runs import NOT_RECORDED, SHOWN
 from aai_gateway.history.stats import empty
 from aai_gateway.http_methods import IDEMPOTENT
@@ -321,6 +321,7 @@ class Pages:
             children=children,
             steps=steps,
             shown=SHOWN,
+            run_app=RUN_APP,
         )
 
     async def settings(self, request: Request, changed: set[str] | None = None) -> Response:
