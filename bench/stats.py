@@ -29,7 +29,7 @@ from pathlib import Path
 from aai_gateway.history import HistoryStore
 from aai_gateway.history import stats as history_stats
 from aai_gateway.history.record import iso, now
-from aai_gateway.history.store import INSERT
+from aai_gateway.history.rows import INSERT
 from aai_gateway.web.app import templates
 from aai_gateway.web.insights import RANGE_TITLES, choose, insights_context
 
@@ -80,6 +80,8 @@ def fill(path: Path, calls: int, end: datetime) -> float:
                 None if failed else '"x"',
                 0,
                 consent,
+                None,
+                None,
             )
         )
         if len(batch) == 50_000 or n == UNCOUNTED:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from aai_gateway.history import HistoryStore, Record
+from aai_gateway.history import HistoryStore, Record, rows
 from aai_gateway.history import store as store_module
 from aai_gateway.history.export import lines
 from aai_gateway.history.record import iso
@@ -259,10 +259,10 @@ def test_a_version_1_history_is_migrated_with_its_counts(tmp_path: Path) -> None
     with sqlite3.connect(path) as conn:
         for statement in store_module.SCHEMA:
             conn.execute(statement)
-        columns = store_module.COLUMNS.rsplit(", consent", 1)[0]
+        columns = rows.COLUMNS.rsplit(", consent", 1)[0]
         conn.executemany(
             f"INSERT INTO calls ({columns}) VALUES ({', '.join('?' * 14)})",  # noqa: S608 - the store's own columns
-            [store_module.stored_row(r)[:14] for r in records],
+            [rows.stored_row(r)[:14] for r in records],
         )
         conn.execute("PRAGMA user_version = 1")
     conn.close()

@@ -91,6 +91,8 @@ def test_round_trip(store: HistoryStore) -> None:
         "result": None,
         "resultTruncated": False,
         "consent": None,
+        "parent": None,
+        "step": None,
     }
     assert ok.to_json()["error"] is None
 

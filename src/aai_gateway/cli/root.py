@@ -9,7 +9,6 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,13 +16,9 @@ import click
 
 from aai_gateway import __version__, logs, paths
 from aai_gateway.cli.common import (
-    check_range,
     fail,
-    history_filters,
-    history_store,
     result_text,
     settings_of,
-    terminal_safe,
 )
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Descriptor
@@ -31,8 +26,7 @@ from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_doc
 from aai_gateway.discovery import Scan, scan
 from aai_gateway.errors import AaiError
 from aai_gateway.executors.script_checks import with_script_checks
-from aai_gateway.history import HistoryStore, HistoryUnavailable, Record
-from aai_gateway.processes import alive
+from aai_gateway.history import HistoryUnavailable
 from aai_gateway.service import Caller, Gateway
 
 if TYPE_CHECKING:
@@ -554,123 +548,6 @@ def call(ctx: click.Context, app: str, tool: str, args: str, as_json: bool) -> N
     click.echo(result_text(result, app, tool, as_json=as_json))
 
 
-# history: the calls the gateway ran, from the SQLite store in the AAI home.
-
-
-@main.group(invoke_without_command=True, short_help="List the calls the gateway ran; `history show ID` prints one.")
-@history_filters
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many calls.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of whole records.")
-@click.pass_context
-def history(
-    ctx: click.Context,
-    app: str | None,
-    tool: str | None,
-    status: str | None,
-    caller: str | None,
-    since: datetime | None,
-    until: datetime | None,
-    limit: int,
-    as_json: bool,
-) -> None:
-    """List the calls the gateway ran, newest first (times in UTC); `history show ID` prints one whole.
-
-    Arguments and results are kept with secrets redacted, for historyRetentionDays (30 by default).
-    """
-    if ctx.invoked_subcommand is not None:
-        return
-    check_range(since, until)
-    store = history_store(ctx)
-    _warn_of_trouble(store)
-    filters: dict[str, Any] = {"app": app, "tool": tool, "status": status, "caller": caller}
-    try:
-        records = store.query(**filters, since=since, until=until, limit=limit)
-        total = store.count(**filters, since=since, until=until) if len(records) == limit else len(records)
-    except HistoryUnavailable as exc:
-        fail(str(exc), 1)
-    if as_json:
-        click.echo(json.dumps([r.to_json() for r in records], ensure_ascii=False, indent=2))
-        return
-    if not records:
-        filtered = any(v is not None for v in (*filters.values(), since, until))
-        click.echo("No calls match these filters." if filtered else "No calls recorded yet.")
-        return
-    rows: list[tuple[str, ...]] = [("TIME (UTC)", "ID", "CALLER", "VIA", "APP:TOOL", "STATUS", "MS")]
-    rows.extend(_history_row(r) for r in records)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=False)]
-        click.echo("  ".join([*cells, row[-1].rjust(widths[-1])]))
-    if total > len(records):
-        click.echo(f"\n{len(records)} of {total} calls; raise --limit or narrow the filters to see others.")
-
-
-def _warn_of_trouble(store: HistoryStore) -> None:
-    """A line on stderr when a gateway could not write the history: its records wait in memory, or are lost."""
-    trouble = store.reported_trouble()
-    if trouble is None:
-        return
-    if alive(trouble.pid):
-        click.echo(f"aai-gateway: {trouble.describe()} (gateway pid {trouble.pid})", err=True)
-    else:
-        lost = trouble.waiting + trouble.dropped
-        click.echo(
-            f"aai-gateway: {lost} call record(s) were lost: the gateway (pid {trouble.pid}) ended while "
-            f"the history could not be written since {trouble.since}: {trouble.reason}",
-            err=True,
-        )
-
-
-def _history_row(record: Record) -> tuple[str, ...]:
-    status = "ok" if record.status == "ok" else f"{record.error_code or ''} {record.error_type or 'error'}".strip()
-    return (
-        record.time.strftime("%Y-%m-%d %H:%M:%S"),
-        record.call_id,
-        terminal_safe(record.caller)[:24],
-        record.transport,
-        terminal_safe(f"{record.app}:{record.tool}")[:60],
-        status,
-        f"{record.duration_ms:.1f}",
-    )
-
-
-@history.command("show", short_help="Print one call whole: arguments, outcome and result.")
-@click.argument("call_id", metavar="CALL_ID")
-@click.option("--json", "as_json", is_flag=True, help="Print the record as JSON.")
-@click.pass_context
-def history_show(ctx: click.Context, call_id: str, as_json: bool) -> None:
-    """Print one call whole: who, what, arguments, outcome and result excerpt."""
-    store = history_store(ctx)
-    _warn_of_trouble(store)
-    try:
-        record = store.get(call_id.strip())
-    except HistoryUnavailable as exc:
-        fail(str(exc), 1)
-    if record is None:
-        fail(f"no call {call_id!r} in the history ({store.path}); `aai-gateway history` lists the calls kept", 1)
-    if as_json:
-        click.echo(json.dumps(record.to_json(), ensure_ascii=False, indent=2))
-        return
-    status = "ok" if record.status == "ok" else f"error {record.error_code or ''} {record.error_type or ''}".rstrip()
-    lines = [
-        f"call      {record.call_id}",
-        f"time      {record.time.isoformat(timespec='milliseconds')}",
-        f"caller    {terminal_safe(record.caller)} over {record.transport}",
-        f"app       {terminal_safe(record.app)}",
-        f"tool      {terminal_safe(record.tool)}",
-        f"status    {status}",
-        f"duration  {record.duration_ms:.1f} ms",
-    ]
-    if record.error_detail is not None:
-        lines.append(f"detail    {terminal_safe(record.error_detail)}")
-    lines.append("arguments")
-    lines.extend("  " + line for line in json.dumps(record.args, ensure_ascii=False, indent=2).splitlines())
-    if record.result is not None:
-        lines.append("result" + (f" (first {len(record.result)} characters)" if record.result_truncated else ""))
-        lines.append("  " + terminal_safe(record.result))
-    click.echo("\n".join(lines))
-
-
 # auth: sign in to web apps, sign out, status. The secret store and OAuth live in aai_gateway.auth.
 
 
@@ -1045,14 +922,14 @@ def consent_revoke(
 
 
 from aai_gateway.cli.approvals import allow_server  # noqa: E402 - consent's subcommand, in a module of its own
-from aai_gateway.cli.export import export  # noqa: E402 - the history's subcommand, in a module of its own
+from aai_gateway.cli.history import history  # noqa: E402 - a command group of its own
 from aai_gateway.cli.importing import import_servers  # noqa: E402
 from aai_gateway.cli.library import install, library  # noqa: E402 (commands kept in their own module)
 from aai_gateway.cli.stats import stats  # noqa: E402 - a command group of its own
 from aai_gateway.cli.updates import outdated, update  # noqa: E402
 
-history.add_command(export)
 consent.add_command(allow_server)
+main.add_command(history)
 main.add_command(stats)
 main.add_command(import_servers)
 main.add_command(library)

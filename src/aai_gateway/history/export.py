@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from aai_gateway.history.record import Record
-from aai_gateway.history.store import COLUMNS, stored_row
+from aai_gateway.history.rows import COLUMNS, stored_row
 
 FORMATS = ("jsonl", "csv")
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv"}

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 Status = Literal["ok", "error"]
 STATUSES: tuple[Status, ...] = ("ok", "error")
+RUN_APP = "aai.workflows"
+"""The app of a run's record (a plan, or a saved workflow by its id as the tool); its steps point at it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,10 @@ class Record:
     """The consent question this call asked the user: the answer given (an `Answer` value: once, tool, app,
     deny, never), "decided" (settled in the UI or CLI while the call waited), "unanswered", or None when
     no question was asked."""
+    parent: str | None = None
+    """The call id of the run (app RUN_APP) this call is a step or an undo of; None for a call of its own."""
+    step: str | None = None
+    """The step's label within its run: `read`, `notify[2]` (the third item of a forEach), `lower (undo)`."""
 
     def to_json(self) -> dict[str, Any]:
         error = None
@@ -53,6 +59,8 @@ class Record:
             "result": self.result,
             "resultTruncated": self.result_truncated,
             "consent": self.consent,
+            "parent": self.parent,
+            "step": self.step,
         }
 
 

@@ -36,6 +36,8 @@ class Pending:
     tool: str
     args: Any
     time: datetime = field(default_factory=now)
+    parent: str | None = None
+    step: str | None = None
 
 
 class Recorder:
@@ -49,8 +51,24 @@ class Recorder:
         self._find = find
         self._failing = False
 
-    def begin(self, call_id: str, *, caller: str, transport: str, app: str, tool: str, args: Any) -> Pending:
-        return Pending(call_id, caller[:MAX_NAME], transport, app, tool, args)
+    def begin(
+        self,
+        call_id: str,
+        *,
+        caller: str,
+        transport: str,
+        app: str,
+        tool: str,
+        args: Any,
+        parent: str | None = None,
+        step: str | None = None,
+    ) -> Pending:
+        """A call starting now; `parent` the call id of the run it is a step or an undo of (see
+        history/runs.py), `step` its label there (`read`, `notify[2]`, `lower (undo)`)."""
+        if parent == call_id:  # a call that were its own run would be listed nowhere
+            parent = None
+        step = None if step is None else step[:MAX_NAME]
+        return Pending(call_id, caller[:MAX_NAME], transport, app, tool, args, parent=parent, step=step)
 
     async def ok(
         self, pending: Pending, result: Any, duration_ms: float, *, alone: bool = False, consent: str | None = None
@@ -135,6 +153,8 @@ class Recorder:
             args=args,
             status=status,
             duration_ms=duration_ms,
+            parent=pending.parent,
+            step=pending.step,
             **more,
         )
 

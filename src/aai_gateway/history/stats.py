@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from aai_gateway.history import runs
 from aai_gateway.history.record import iso
 
 TOP = 10
@@ -273,11 +274,13 @@ def count_new(conn: sqlite3.Connection) -> int:
 
 
 def delete_before(conn: sqlite3.Connection, cutoff: str) -> int:
-    """Delete the calls that started before `cutoff` and take them off the hourly counts; how many.
-    In a write transaction."""
+    """Delete the calls that started before `cutoff`, and the steps of the runs among them, and take them off
+    the hourly counts; how many. In a write transaction."""
     count_new(conn)
-    _add(conn, "time < ?", [cutoff], sign=-1)
-    deleted: int = conn.execute("DELETE FROM calls WHERE time < ?", (cutoff,)).rowcount
+    deleted = 0
+    for where, params in runs.older(cutoff):
+        _add(conn, where, params, sign=-1)
+        deleted += conn.execute(f"DELETE FROM calls WHERE {where}", params).rowcount
     for table in COUNTS:
         conn.execute(f"DELETE FROM {table} WHERE calls <= 0")
     # every call left is counted; a table emptied numbers its next call 1 again
@@ -298,7 +301,7 @@ def _add(conn: sqlite3.Connection, where: str, params: list[Any], sign: int = 1)
         updates = ", ".join(f"{c} = {c} + excluded.{c}" for c in columns.split(", "))
         group = ", ".join(str(i + 1) for i in range(count + 1))
         conn.execute(
-            f"INSERT INTO {table} SELECT {HOUR}, {keys}, {signed} FROM calls WHERE {failed}{where} "
+            f"INSERT INTO {table} SELECT {HOUR}, {keys}, {signed} FROM calls WHERE {failed}({where}) "
             f"GROUP BY {group} ON CONFLICT DO UPDATE SET {updates}",
             params,
         )

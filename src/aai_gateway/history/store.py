@@ -64,14 +64,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from aai_gateway.history import stats
-from aai_gateway.history.record import STATUSES, Record, iso, now
+from aai_gateway.history import runs, stats
+from aai_gateway.history.record import Record, iso, now
+from aai_gateway.history.rows import COLUMNS, INSERT, conditions, record_of, stored_row
 from aai_gateway.processes import alive
 
 log = logging.getLogger(__name__)
 
 HISTORY_FILE = "history.db"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 PURGE_EVERY = 3600.0
 MAX_BATCH = 1000
 EXPORT_BATCH = 500
@@ -114,13 +115,14 @@ SCHEMA = (
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     # 1 -> 2: the consent question a call asked; the hourly counts, indexes and triggers `stats` reads.
     2: ("ALTER TABLE calls ADD COLUMN consent TEXT", *stats.SCHEMA),
+    # 2 -> 3: the run a call is a step or an undo of, and the step's label (see history/runs.py).
+    3: (
+        "ALTER TABLE calls ADD COLUMN parent TEXT",
+        "ALTER TABLE calls ADD COLUMN step TEXT",
+        *runs.SCHEMA,
+    ),
 }
 """The statements that bring a history of the version before each key to that version."""
-COLUMNS = (
-    "id, time, caller, transport, app, tool, args, status, error_code, error_type, error_detail, duration_ms, "
-    "result, result_truncated, consent"
-)
-INSERT = f"INSERT OR IGNORE INTO calls ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"  # noqa: S608
 
 
 class HistoryUnavailable(Exception):
@@ -572,7 +574,7 @@ class HistoryStore:
         offset: int = 0,
     ) -> list[Record]:
         """Records matching every filter given, newest first; `since` and `until` are inclusive."""
-        where, params = _where(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
+        where, params = _filtered(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
         if limit is not None and limit < 0:
             raise ValueError(f"limit must be 0 or more, got {limit}")
         if offset < 0:
@@ -582,7 +584,7 @@ class HistoryStore:
             if conn is None:
                 return []
             rows = conn.execute(sql, [*params, -1 if limit is None else limit, offset]).fetchall()
-        return [_record(row) for row in rows]
+        return [record_of(row) for row in rows]
 
     def count(
         self,
@@ -594,7 +596,7 @@ class HistoryStore:
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> int:
-        where, params = _where(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
+        where, params = _filtered(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
         with self._reader() as conn:
             if conn is None:
                 return 0
@@ -632,7 +634,7 @@ class HistoryStore:
         same whatever the history's size, and no read stays open while a slow client downloads: an open read
         would hold up the writer's checkpoints, and calls with them.
         """
-        where, params = _where(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
+        where, params = _filtered(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
         where = f"{where} AND seq > ?" if where else " WHERE seq > ?"
         sql = f"SELECT seq, {COLUMNS} FROM calls{where} ORDER BY seq LIMIT {EXPORT_BATCH}"  # noqa: S608
         last = 0
@@ -641,7 +643,7 @@ class HistoryStore:
                 if conn is None:
                     return
                 rows = conn.execute(sql, [*params, last]).fetchall()
-            yield from (_record(row[1:]) for row in rows)
+            yield from (record_of(row[1:]) for row in rows)
             if len(rows) < EXPORT_BATCH:
                 return
             last = rows[-1][0]
@@ -651,7 +653,49 @@ class HistoryStore:
             if conn is None:
                 return None
             row = conn.execute(f"SELECT {COLUMNS} FROM calls WHERE id = ?", (call_id,)).fetchone()  # noqa: S608
-        return None if row is None else _record(row)
+        return None if row is None else record_of(row)
+
+    def entries(
+        self,
+        *,
+        app: str | None = None,
+        tool: str | None = None,
+        status: str | None = None,
+        caller: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[runs.Entry]:
+        """What a listing shows, newest first: calls, and runs with their first steps beneath them (a run
+        matches the filters when one of its steps does); see history/runs.py."""
+        if limit < 0 or offset < 0:
+            raise ValueError(f"limit and offset must be 0 or more, got {limit} and {offset}")
+        filters = conditions(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
+        with self._reader() as conn:
+            return [] if conn is None else runs.entries(conn, filters, limit, offset)
+
+    def count_entries(
+        self,
+        *,
+        app: str | None = None,
+        tool: str | None = None,
+        status: str | None = None,
+        caller: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> int:
+        """How many entries `entries` finds with these filters, on all its pages."""
+        filters = conditions(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
+        with self._reader() as conn:
+            return 0 if conn is None else runs.count_entries(conn, filters)
+
+    def children(self, run_id: str, limit: int | None = None) -> tuple[list[Record], int]:
+        """A run's steps and undos in the order they started (the first `limit`), and how many it has."""
+        with self._reader() as conn:
+            if conn is None:
+                return [], 0
+            return runs.children(conn, run_id, limit), runs.child_counts(conn, [run_id]).get(run_id, 0)
 
     @contextmanager
     def _reader(self) -> Iterator[sqlite3.Connection | None]:
@@ -668,6 +712,8 @@ class HistoryStore:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
                 raise HistoryUnavailable(_newer(self.path, version))
+            if 0 < version < SCHEMA_VERSION:
+                self._upgrade(version)
             yield conn if version else None
         except sqlite3.Error as exc:
             if _corrupt(exc):
@@ -678,6 +724,21 @@ class HistoryStore:
             raise HistoryUnavailable(f"cannot read {self.path}: {_reason(exc, self.path.parent)}") from exc
         finally:
             conn.close()
+
+    def _upgrade(self, version: int) -> None:
+        """Bring a history an older aai-gateway wrote up to this schema, for a reader that finds one before
+        any gateway of this version opened it (`aai-gateway history` right after an upgrade)."""
+        try:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            try:
+                _migrate(conn, self.path)
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise HistoryUnavailable(
+                f"{self.path} holds call history schema {version}, and bringing it up to {SCHEMA_VERSION} "
+                f"failed: {_reason(exc, self.path.parent)}"
+            ) from exc
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:
@@ -701,34 +762,14 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         raise
 
 
+def _filtered(**filters: Any) -> tuple[str, list[Any]]:
+    """The filters as a WHERE clause ("" for none) and its parameters."""
+    found, params = conditions(**filters)
+    return (f" WHERE {found}" if found else ""), params
+
+
 def _newer(path: Path, version: int) -> str:
     return f"{path} holds call history schema {version}, newer than this aai-gateway reads ({SCHEMA_VERSION})"
-
-
-def _where(
-    *,
-    app: str | None,
-    tool: str | None,
-    status: str | None,
-    caller: str | None,
-    since: datetime | None,
-    until: datetime | None,
-) -> tuple[str, list[Any]]:
-    if status is not None and status not in STATUSES:
-        raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
-    clauses: list[str] = []
-    params: list[Any] = []
-    for column, value in (("app", app), ("tool", tool), ("status", status), ("caller", caller)):
-        if value is not None:
-            clauses.append(f"{column} = ?")
-            params.append(value)
-    if since is not None:
-        clauses.append("time >= ?")
-        params.append(iso(since))
-    if until is not None:
-        clauses.append("time <= ?")
-        params.append(iso(until))
-    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
 
 @contextmanager
@@ -749,64 +790,6 @@ def _insert(conn: sqlite3.Connection, records: list[Record]) -> None:
     """The records in one transaction, taking the write lock at once; rolled back on any failure."""
     with _transaction(conn):
         conn.executemany(INSERT, [stored_row(record) for record in records])
-
-
-def stored_row(record: Record) -> tuple[Any, ...]:
-    """The record's values as the calls table keeps them, in the order of COLUMNS."""
-    return (
-        record.call_id,
-        iso(record.time),
-        record.caller,
-        record.transport,
-        record.app,
-        record.tool,
-        json.dumps(record.args, ensure_ascii=False, default=str),
-        record.status,
-        record.error_code,
-        record.error_type,
-        record.error_detail,
-        record.duration_ms,
-        record.result,
-        int(record.result_truncated),
-        record.consent,
-    )
-
-
-def _record(row: tuple[Any, ...]) -> Record:
-    (
-        call_id,
-        at,
-        caller,
-        transport,
-        app,
-        tool,
-        args,
-        status,
-        code,
-        kind,
-        detail,
-        duration,
-        result,
-        truncated,
-        consent,
-    ) = row
-    return Record(
-        call_id=call_id,
-        time=datetime.fromisoformat(at),
-        caller=caller,
-        transport=transport,
-        app=app,
-        tool=tool,
-        args=json.loads(args),
-        status=status,
-        duration_ms=duration,
-        error_code=code,
-        error_type=kind,
-        error_detail=detail,
-        result=result,
-        result_truncated=bool(truncated),
-        consent=consent,
-    )
 
 
 def _signature(path: Path | str) -> Signature | None:

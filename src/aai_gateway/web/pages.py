@@ -21,7 +21,8 @@ from aai_gateway.descriptor import Descriptor
 from aai_gateway.errors import AaiError
 from aai_gateway.history import STATUSES, HistoryUnavailable, parse_time
 from aai_gateway.history.export import FORMATS, MEDIA_TYPES, lines
-from aai_gateway.history.record import now
+from aai_gateway.history.record import RUN_APP, now
+from aai_gateway.history.runs import NOT_RECORDED, SHOWN
 from aai_gateway.history.stats import empty
 from aai_gateway.http_methods import IDEMPOTENT
 from aai_gateway.service import Gateway
@@ -63,6 +64,7 @@ class Pages:
             csrf_field=CSRF_FIELD,
             here=request.url.path,
             consent_enabled=True,
+            not_recorded=NOT_RECORDED,
             **context,
         )
         return HTMLResponse(page, status_code=status)
@@ -104,7 +106,7 @@ class Pages:
         scan = self.gateway.registry.scan
         unreadable = None
         try:
-            recent = await run_in_threadpool(self.gateway.history.query, limit=RECENT)
+            recent = await run_in_threadpool(lambda: self.gateway.history.entries(limit=RECENT))
             calls = await run_in_threadpool(self.gateway.history.count)
         except HistoryUnavailable as exc:
             recent, calls, unreadable = [], 0, str(exc)
@@ -230,11 +232,11 @@ class Pages:
         given, query, errors = _history_filters(request)
         page = _page_number(request.query_params.get("page", "1"))
         total = 0
-        records = []
+        entries = []
         if not errors:
-            total = await run_in_threadpool(lambda: self.gateway.history.count(**query))
-            records = await run_in_threadpool(
-                lambda: self.gateway.history.query(**query, limit=PER_PAGE, offset=(page - 1) * PER_PAGE)
+            total = await run_in_threadpool(lambda: self.gateway.history.count_entries(**query))
+            entries = await run_in_threadpool(
+                lambda: self.gateway.history.entries(**query, limit=PER_PAGE, offset=(page - 1) * PER_PAGE)
             )
         pages = max(1, math.ceil(total / PER_PAGE))
         kept = {k: v for k, v in given.items() if v}
@@ -245,7 +247,7 @@ class Pages:
             filters=given,
             statuses=STATUSES,
             errors=errors,
-            records=records,
+            entries=entries,
             total=total,
             page=page,
             pages=pages,
@@ -297,14 +299,30 @@ class Pages:
         )
 
     async def call(self, request: Request) -> Response:
-        record = await run_in_threadpool(self.gateway.history.get, request.path_params["call_id"])
+        """A call whole; a run with its steps and undos, each linked; a step with a link to its run."""
+        history = self.gateway.history
+        record = await run_in_threadpool(history.get, request.path_params["call_id"])
         if record is None:
             return self.render(request, "missing.html", 404, what="No call with that id is in the history.")
+        parent = record.parent
+        run = None if parent is None else await run_in_threadpool(history.get, parent)
+        children, steps = await run_in_threadpool(history.children, record.call_id, SHOWN)
         result = record.result
         if result is not None:
             with suppress(ValueError):  # an excerpt cut mid-value is shown as it is
                 result = _pretty(json.loads(result))
-        return self.render(request, "call.html", record=record, args=_pretty(record.args), result=result)
+        return self.render(
+            request,
+            "call.html",
+            record=record,
+            args=_pretty(record.args),
+            result=result,
+            run=run,
+            children=children,
+            steps=steps,
+            shown=SHOWN,
+            run_app=RUN_APP,
+        )
 
     async def settings(self, request: Request, changed: set[str] | None = None) -> Response:
         settings = self.gateway.settings
