@@ -5,6 +5,7 @@ by aai_exec, and a declined plan that runs nothing."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import AsyncIterator, Callable
@@ -17,7 +18,7 @@ from mcp import ClientSession, types
 
 from tests.e2e.mcp_client import Consenter, http_session, stdio_session, web_gateway
 from tests.library.library_gateway import gateway_env
-from tests.support import wait_until
+from tests.support import gateway_command, wait_until
 from tests.workflows.conftest import Desktop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -123,6 +124,23 @@ async def test_a_failing_step_puts_both_apps_back(desktop: Desktop, session: Ses
     assert steps["lower"]["undo"] == {"status": "ok", "tool": "set_volume"}
     assert desktop.mpv.property("volume") == 70
     assert dunst(desktop, "is-paused") == "false"
+    home = session.home  # type: ignore[attr-defined]
+    listed = subprocess.run(
+        [gateway_command(), "history", "--json", "--limit", "1"],
+        env={"HOME": str(home), "PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    (run_record,) = json.loads(listed.stdout)
+    assert (run_record["app"], run_record["tool"], run_record["status"]) == ("aai.workflows", "plan", "error")
+    children = [(c["step"], c["tool"], c["status"]) for c in run_record["children"]]
+    assert ("lower", "set_volume", "ok") in children
+    assert ("lower (before)", "volume", "ok") in children
+    assert ("broken", "volume", "error") in children
+    assert ("lower (undo)", "set_volume", "ok") in children
+    assert ("quiet (undo)", "set_do_not_disturb", "ok") in children
 
 
 async def test_a_saved_workflow_runs_by_aai_exec(desktop: Desktop, session: Session) -> None:

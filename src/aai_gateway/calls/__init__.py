@@ -7,7 +7,7 @@ Plans and workflows (`aai_gateway.workflows`) sit above this; the transports rea
 
 from aai_gateway.calls.apps import Apps
 from aai_gateway.calls.caller import AppsChanged, Caller
-from aai_gateway.calls.runner import Calls
+from aai_gateway.calls.runner import Calls, Unsuccessful
 from aai_gateway.calls.servers import Servers
 
-__all__ = ["Apps", "AppsChanged", "Caller", "Calls", "Servers"]
+__all__ = ["Apps", "AppsChanged", "Caller", "Calls", "Servers", "Unsuccessful"]

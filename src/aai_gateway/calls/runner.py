@@ -29,6 +29,15 @@ from aai_gateway.text import printable, unencodable
 log = logging.getLogger("aai_gateway.calls")
 
 
+class Unsuccessful(AutomationFailed):
+    """Raised by `Calls.run`'s work that ended badly but has an answer all the same (a plan that failed and
+    was rolled back): recorded as the failure it is, then `value` is returned."""
+
+    def __init__(self, detail: str, value: Any) -> None:
+        super().__init__(detail)
+        self.value = value
+
+
 class Calls:
     def __init__(
         self, settings: Settings, apps: Apps, servers: Servers, history: HistoryStore, consent: ConsentGate
@@ -91,13 +100,17 @@ class Calls:
         work: Callable[[str], Awaitable[Any]],
     ) -> Any:
         """`work` (a plan) recorded as one call of `app_id`'s `tool_name`; it is given the record's id, which
-        the records of the calls it makes name as their parent."""
+        the records of the calls it makes name as their parent. Work that raises `Unsuccessful` is recorded as
+        failed, and its value returned."""
         call_id = os.urandom(6).hex()
 
         def working(asked: Callable[[str], None]) -> Awaitable[Any]:
             return work(call_id)
 
-        return await self._recorded(call_id, app_id, tool_name, args, caller, work=working)
+        try:
+            return await self._recorded(call_id, app_id, tool_name, args, caller, work=working)
+        except Unsuccessful as ended:
+            return ended.value
 
     async def _recorded(
         self,
@@ -112,7 +125,14 @@ class Calls:
         shown_app, shown_tool = printable(app_id), printable(tool_name)  # what the log and history can write
         where = (call_id, caller.name, shown_app, shown_tool)
         pending = self._recorder.begin(
-            call_id, caller=caller.name, transport=caller.transport, app=shown_app, tool=shown_tool, args=args
+            call_id,
+            caller=caller.name,
+            transport=caller.transport,
+            app=shown_app,
+            tool=shown_tool,
+            args=args,
+            parent=caller.parent,
+            step=caller.step,
         )
         started = time.perf_counter()
         late = time.monotonic() - caller.arrived if caller.arrived is not None else 0.0

@@ -16,9 +16,10 @@ from typing import Any
 
 from aai_gateway.errors import AaiError, InvalidParams
 from aai_gateway.expressions import ExpressionError, check, has_queries, heads, pieces
+from aai_gateway.history.record import RUN_APP
 from aai_gateway.text import printable
 
-WORKFLOWS_APP = "aai.workflows"
+WORKFLOWS_APP = RUN_APP
 """The app saved workflows are served as, and the app a plan's run is recorded under."""
 MAX_STEPS = 100
 MAX_ITEMS = 1_000

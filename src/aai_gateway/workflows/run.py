@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from aai_gateway.calls import Caller, Calls
+from aai_gateway.calls import Caller, Calls, Unsuccessful
 from aai_gateway.text import printable
 from aai_gateway.workflows.checks import targets
 from aai_gateway.workflows.consent import agree
@@ -39,7 +39,10 @@ async def run_checked(
 
     async def work(run_id: str) -> Report:
         steps_caller = replace(caller, ask=ask, parent=run_id)
-        return await Run(plan, calls, steps_caller, undos=found.declared).go()
+        report = await Run(plan, calls, steps_caller, undos=found.declared).go()
+        if report.status != "ok":
+            raise Unsuccessful(text(report)[:2000], report)
+        return report
 
     recorded = {"steps": len(plan.steps), "inputs": dict(plan.inputs)}
     report: Report = await calls.run(WORKFLOWS_APP, name, recorded, caller, work)
