@@ -3,6 +3,7 @@ every problem found before anything runs."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -99,7 +100,7 @@ async def test_every_problem_is_found_before_anything_runs(echo_gateway: Gateway
     cyclic = {"steps": [step("a", "add", a="${steps.b.result}"), step("b", "add", a="${steps.a.result}")]}
     with pytest.raises(InvalidParams, match=r"cycle \(a → b → a\)"):
         await run(echo_gateway, cyclic)
-    checked = {"steps": [step("c", "nope"), step("d", "add", a="x"), {**step("g", "echo", text="x"), "retries": 2}]}
+    checked = {"steps": [step("c", "nope"), step("d", "add", a="x"), {**step("g", "exit"), "retries": 2}]}
     with pytest.raises(InvalidParams) as refused:
         await run(echo_gateway, checked)
     detail = refused.value.detail
@@ -107,3 +108,97 @@ async def test_every_problem_is_found_before_anything_runs(echo_gateway: Gateway
     assert "steps[id=d].args" in detail
     assert "steps[id=g].retries" in detail
     assert echo_gateway.history.count() == before
+
+
+async def test_stop_skips_what_has_not_started_and_continue_runs_what_does_not_depend(echo_gateway: Gateway) -> None:
+    steps = [
+        step("boom", "fail", message="no"),
+        {**step("later", "echo", text="${steps.boom.result}")},
+        {**step("alone", "add", a=1), "if": "${`true`}"},
+    ]
+    stopped = await run(echo_gateway, {"steps": steps, "onError": "stop"})
+    assert stopped["status"] == "failed"
+    assert {s["id"]: s["status"] for s in stopped["steps"]}["later"] == "skipped"
+    went_on = await run(echo_gateway, {"steps": steps, "onError": "continue"})
+    statuses = {s["id"]: s["status"] for s in went_on["steps"]}
+    assert statuses == {"boom": "failed", "later": "skipped", "alone": "ok"}
+    assert "needs step boom, which failed" in went_on["steps"][1]["reason"]
+
+
+async def test_a_step_past_its_timeout_fails_and_is_retried_only_when_it_may_run_twice(echo_gateway: Gateway) -> None:
+    before = echo_gateway.history.count()
+    report = await run(echo_gateway, {"steps": [{**step("slow", "sleep", seconds=0.5), "timeout": 0.1, "retries": 2}]})
+    failed = report["steps"][0]
+    assert failed["status"] == "failed"
+    assert "longer than its timeout of 0.1 s" in failed["error"]["detail"]
+    runs = [r for r in echo_gateway.history.query() if r.tool == "sleep"]
+    assert len(runs) == 3  # the first try and two retries of a read-only tool
+    assert echo_gateway.history.count() > before
+
+
+async def test_a_plan_past_its_own_timeout_undoes_what_was_done(echo_gateway: Gateway) -> None:
+    report = await run(
+        echo_gateway,
+        {
+            "timeout": 0.3,
+            "steps": [
+                {**step("done", "add", a=1), "undo": {"tool": "echo", "args": {"text": "undo"}}},
+                step("slow", "sleep", seconds="${`0.9` || steps.done.result}"),
+            ],
+        },
+    )
+    assert report["status"] == "rolledBack"
+    statuses = {s["id"]: s["status"] for s in report["steps"]}
+    assert statuses == {"done": "undone", "slow": "failed"}
+
+
+async def test_each_item_of_a_for_each_is_undone(echo_gateway: Gateway) -> None:
+    report = await run(
+        echo_gateway,
+        {
+            "steps": [
+                {
+                    **step("each", "add", a="${item}"),
+                    "forEach": [1, 2, 3],
+                    "undo": {"tool": "echo", "args": {"text": "undo ${item}: ${result}"}},
+                },
+                {**step("boom", "fail", message="${join(',', steps.each.result[].to_string(@))}")},
+            ]
+        },
+    )
+    assert report["steps"][0]["status"] == "undone"
+    undone = sorted(r.args["text"] for r in echo_gateway.history.query() if r.tool == "echo")
+    assert undone == ["undo 1: 2", "undo 2: 3", "undo 3: 4"]
+
+
+async def test_a_plan_is_saved_only_with_the_users_yes(echo_gateway: Gateway) -> None:
+    from aai_gateway.consent import Answer, Question  # noqa: PLC0415
+
+    asked: list[Question] = []
+
+    def answering(answer: Answer) -> Any:
+        async def ask(question: Question) -> Answer:
+            asked.append(question)
+            return answer
+
+        return ask
+
+    plan = {"steps": [step("sum", "add", a="${inputs.a}", b=2)], "inputs": {"a": 1}, "output": "${steps.sum.result}"}
+    no = Caller(name="plan-test", transport="stdio", ask=answering(Answer.DENY))
+    text, report, _ = await echo_gateway.run({**plan, "saveAs": "adder"}, replace(CLI, ask=no.ask))
+    assert report["saved"]["status"] == "notSaved"
+    assert "Not saved: the user said no" in text
+    assert echo_gateway.shelf.get("adder") is None
+    yes = answering(Answer.ONCE)
+    text, report, _ = await echo_gateway.run(
+        {**plan, "saveAs": {"id": "adder", "name": "Add two|Zwei addieren"}}, replace(CLI, ask=yes)
+    )
+    assert report["saved"]["status"] == "saved", report
+    assert "(save the plan)" in [q.tool for q in asked]
+    saved = echo_gateway.shelf.get("adder")
+    assert saved is not None
+    assert saved.name == "Add two"
+    again = await echo_gateway.call("aai.workflows", "adder", {"a": 40}, CLI)
+    assert again["output"] == 42
+    with pytest.raises(InvalidParams, match="exists already"):
+        await echo_gateway.run({**plan, "saveAs": "adder"}, CLI)

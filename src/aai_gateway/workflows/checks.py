@@ -65,10 +65,10 @@ async def targets(plan: Plan, calls: Calls, caller: Caller, problems: Problems) 
         target = await find(step.app, step.tool, where)
         if target is not None:
             steps[step.id] = target
-            if step.retries and target.tool.annotations.idempotent is not True:
+            if step.retries and not (target.tool.read_only or target.tool.annotations.idempotent):
                 problems.add(
                     f"{where}.retries",
-                    f"{step.app}:{step.tool} is not marked idempotent, so it never runs twice; drop retries",
+                    f"{step.app}:{step.tool} is not marked idempotent or read-only, so it never runs twice; drop retries",
                 )
             if not step.literal:
                 await _partly(step.args, target.tool, f"{where}.args", problems)
