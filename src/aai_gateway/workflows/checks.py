@@ -68,7 +68,8 @@ async def targets(plan: Plan, calls: Calls, caller: Caller, problems: Problems) 
             if step.retries and not (target.tool.read_only or target.tool.annotations.idempotent):
                 problems.add(
                     f"{where}.retries",
-                    f"{step.app}:{step.tool} is not marked idempotent or read-only, so it never runs twice; drop retries",
+                    f"{step.app}:{step.tool} is marked neither idempotent nor read-only, so it never runs twice; "
+                    "drop retries",
                 )
             if not step.literal:
                 await _partly(step.args, target.tool, f"{where}.args", problems)
