@@ -21,7 +21,7 @@ from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.mcp_client import http_session, stdio_session, text_of, web_gateway
-from tests.support import EXAMPLES, ROOT, Bus, echo_home, gateway_command, install_descriptor
+from tests.support import EXAMPLES, FIXED_TOOLS, ROOT, Bus, echo_home, gateway_command, install_descriptor
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -90,12 +90,7 @@ async def check_a_client_session(session: ClientSession) -> None:
     tools = (await session.list_tools()).tools
     names = [tool.name for tool in tools]
     assert names == [
-        "aai_search",
-        "aai_install",
-        "aai_exec",
-        "aai_batch",
-        "aai_run",
-        "web_discover",
+        *FIXED_TOOLS,
         "app_dev_aai_echo",
         "app_dev_aai_notes",
     ]
@@ -256,12 +251,7 @@ def inspector_checks(target: list[str], env: dict[str, str]) -> None:
     assert listing.returncode == 0, listing.stderr
     names = [tool["name"] for tool in json.loads(listing.stdout)["tools"]]
     assert names == [
-        "aai_search",
-        "aai_install",
-        "aai_exec",
-        "aai_batch",
-        "aai_run",
-        "web_discover",
+        *FIXED_TOOLS,
         "app_dev_aai_echo",
         "app_dev_aai_notes",
     ]
@@ -302,12 +292,7 @@ async def test_tools_are_listed_in_the_same_order_every_time(bus: Bus, tmp_path:
         (home / ".aai" / app_id).mkdir(parents=True)
         (home / ".aai" / app_id / "aai.json").write_text(json.dumps({**descriptor, "appId": app_id}))
     expected = [
-        "aai_search",
-        "aai_install",
-        "aai_exec",
-        "aai_batch",
-        "aai_run",
-        "web_discover",
+        *FIXED_TOOLS,
         "app_com_alpha_app",
         "app_net_mid-dle_app",
         "app_org_zeta_app",

@@ -11,6 +11,7 @@ import pytest
 
 from tests.e2e.mcp_client import error_of, stdio_session, text_of
 from tests.support import (
+    FIXED_TOOLS,
     TEST_APPS,
     Bus,
     Mpv,
@@ -50,12 +51,7 @@ async def test_list_guide_and_exec_every_basic_type(bus: Bus, echo_app: None, tm
     async with stdio_session(env_for(bus, home), tmp_path / "stderr.log") as session:
         listed = await session.list_tools()
         assert [t.name for t in listed.tools] == [
-            "aai_search",
-            "aai_install",
-            "aai_exec",
-            "aai_batch",
-            "aai_run",
-            "web_discover",
+            *FIXED_TOOLS,
             "app_dev_aai_echo",
         ]
         assert listed.tools[6].description == (

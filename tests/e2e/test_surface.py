@@ -15,7 +15,7 @@ import pytest
 from mcp import ClientSession, MCPDeprecationWarning, MCPError
 
 from tests.e2e.mcp_client import Inbox, error_of, http_session, stdio_session, text_of, web_gateway
-from tests.support import EXAMPLES, TEST_APPS, Bus, install_descriptor
+from tests.support import EXAMPLES, FIXED_TOOLS, TEST_APPS, Bus, install_descriptor
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -90,12 +90,7 @@ async def test_strict_names_are_listed_and_both_spellings_are_called(
     async with connect(make_home(tmp_path, {"toolNames": "strict"})) as session:
         names = [t.name for t in (await session.list_tools()).tools]
         assert names == [
-            "aai_search",
-            "aai_install",
-            "aai_exec",
-            "aai_batch",
-            "aai_run",
-            "web_discover",
+            *FIXED_TOOLS,
             "app_dev_aai_echo",
         ]
         assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", n) for n in names)

@@ -15,7 +15,7 @@ import pytest
 from aai_gateway.search.schema import OUTPUT_SCHEMA
 from tests.e2e.mcp_client import error_of, http_session, stdio_session, text_of, web_gateway
 from tests.mcpservers.servers import descriptor, hostile, install
-from tests.support import TEST_APPS, Bus, install_descriptor
+from tests.support import FIXED_TOOLS, TEST_APPS, Bus, install_descriptor
 
 pytestmark = pytest.mark.anyio
 
@@ -47,12 +47,7 @@ async def test_search_finds_installed_and_library_operations_with_their_paramete
     async with stdio_session(bus.env() | env_of(home), tmp_path / "gateway.log") as session:
         listed = [t.name for t in (await session.list_tools()).tools]
         assert listed == [
-            "aai_search",
-            "aai_install",
-            "aai_exec",
-            "aai_batch",
-            "aai_run",
-            "web_discover",
+            *FIXED_TOOLS,
             "app_dev_aai_echo",
         ]
         search_tool = next(t for t in (await session.list_tools()).tools if t.name == "aai_search")

@@ -13,11 +13,11 @@ import pytest
 from aai_gateway.library.entries import apps_root
 from tests.e2e.mcp_client import Consenter, Inbox, stdio_session, text_of
 from tests.mcpservers.servers import descriptor, hostile
-from tests.support import TEST_APPS, Bus, install_descriptor
+from tests.support import FIXED_TOOLS, TEST_APPS, Bus, install_descriptor
 
 pytestmark = pytest.mark.anyio
 
-FIXED = ["aai_search", "aai_install", "aai_exec", "aai_batch", "aai_run", "web_discover"]
+FIXED = FIXED_TOOLS
 
 
 def crowded_home(tmp_path: Path, servers: int = 4, leave_out: str = "", **config: Any) -> Path:

@@ -16,7 +16,7 @@ from aai_gateway.search.schema import OUTPUT_SCHEMA as SEARCH_OUTPUT_SCHEMA
 from aai_gateway.service import MAX_BATCH, Gateway
 from aai_gateway.spelling import spelling
 from aai_gateway.workflows.plan import MAX_ITEMS, MAX_STEPS
-from aai_gateway.workflows.run import ANY_JSON
+from aai_gateway.workflows.run import ANY_JSON, ERROR_SCHEMA
 from aai_gateway.workflows.run import OUTPUT_SCHEMA as RUN_OUTPUT_SCHEMA
 
 SERVER_NAME = "aai-gateway"
@@ -155,17 +155,8 @@ BATCH_OUTPUT_SCHEMA: dict[str, Any] = {
                     "app": {"type": "string"},
                     "tool": {"type": "string"},
                     "status": {"enum": ["ok", "error", "skipped"]},
-                    "result": {
-                        "anyOf": [{"type": t} for t in ("object", "array", "string", "number", "boolean", "null")]
-                    },
-                    "error": {
-                        "type": "object",
-                        "properties": {
-                            "code": {"type": "integer"},
-                            "type": {"type": "string"},
-                            "detail": {"type": "string"},
-                        },
-                    },
+                    "result": ANY_JSON,
+                    "error": ERROR_SCHEMA,
                     "durationMs": {"type": "number"},
                 },
                 "required": ["status"],

@@ -96,6 +96,12 @@ def _json(value: Any) -> str:
 
 ANY_JSON: dict[str, Any] = {"anyOf": [{"type": t} for t in ("object", "array", "string", "number", "boolean", "null")]}
 """Any JSON value, said with a keyword (clients warn of a schema that says nothing)."""
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"code": {"type": "integer"}, "type": {"type": "string"}, "detail": {"type": "string"}},
+    "required": ["code", "type", "detail"],
+}
+"""An error as answers carry it: `{code, type, detail}`."""
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -114,15 +120,7 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                     "status": {"type": "string", "enum": ["ok", "failed", "skipped", "undone"]},
                     "durationMs": {"type": "number"},
                     "result": ANY_JSON,
-                    "error": {
-                        "type": "object",
-                        "properties": {
-                            "code": {"type": "integer"},
-                            "type": {"type": "string"},
-                            "detail": {"type": "string"},
-                        },
-                        "required": ["code", "type", "detail"],
-                    },
+                    "error": ERROR_SCHEMA,
                     "reason": {"type": "string"},
                     "undo": {
                         "type": "object",
