@@ -37,6 +37,10 @@ def op(app: str, tool: str, description: str = "", **more: Any) -> Operation:
         ("电池还剩多少", False, [{"电池"}, {"池还"}, {"还剩"}, {"剩多"}, {"多少"}]),
         ("音", False, [{"音"}]),
         ("42 pages", False, [{"pages", "page", "pag"}]),
+        ("don't stop", False, [{"not"}, {"stop"}]),
+        ("I can\u2019t, it won't", False, [{"not"}, {"not"}]),
+        ("how's the weather? I'm out, you'll see", False, [{"weather"}, {"out"}, {"see"}]),
+        ("l'écran", False, [{"ecran"}]),
     ],
 )
 def test_tokens(text: str, identifier: bool, expected: list[set[str]]) -> None:
