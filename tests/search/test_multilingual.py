@@ -132,6 +132,10 @@ def test_library_word_finds_entries_by_their_tools_aliases(tmp_path: Path, words
     [
         # "don't" is "do not": the "not" of do-not-disturb, not a "don" and a "t" that meet other words.
         ("don't disturb me for the next hour", "org.dunstproject.dunst"),
+        # Words side by side as the tool's name has them ("close_notification", "network_state") say more than
+        # the same words apart.
+        ("close notification", "org.freedesktop.notifications"),
+        ("network state", "org.freedesktop.networkmanager"),
     ],
 )
 def test_library_word_ranks_the_entry_meant_first(tmp_path: Path, words: str, app: str) -> None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
+from itertools import pairwise
 
 import Stemmer
 
@@ -108,6 +110,18 @@ def _cjk_pieces(word: str) -> list[str]:
     if at < len(word):
         pieces.append(word[at:])
     return pieces
+
+
+def pairs(words: Sequence[Token]) -> list[str]:
+    """Each two neighbouring words of one text as one term ("current weather"), each word by its shortest
+    term, so that inflections pair alike. The space keeps a pair apart from every single word's term."""
+    keys = [_shortest(word) for word in words]
+    return [f"{a} {b}" for a, b in pairwise(keys)]
+
+
+@lru_cache(maxsize=8192)
+def _shortest(word: Token) -> str:
+    return min(word, key=lambda term: (len(term), term))
 
 
 MIN_STEM = 3

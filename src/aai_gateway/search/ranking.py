@@ -3,7 +3,10 @@
 Each field has a weight and its own length normalisation (Robertson's BM25F): a word in a tool's name
 counts more than one in its description, and a long description does not drown a short name. A query word
 matches a document word when they share a term (the word or one of its stems, see `analysis`); it scores by
-the best term it shares. `coverage` says which share of the query's weight (by idf) matched at all, the
+the best term it shares. Two neighbouring query words found side by side in one text of a field (in the
+sequential dependence model's way: Metzler and Croft, 2005) add `PAIR_WEIGHT` of what such a word would: "current
+weather" is said better by `get_current_weather` than by a text that has "current" and "weather" apart.
+`coverage` says which share of the query's weight (by idf) matched at all, the
 measure of whether anything fits.
 """
 
@@ -15,10 +18,12 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from aai_gateway.search.analysis import Token
+from aai_gateway.search.analysis import Token, pairs
 
 K1 = 1.0
 """How fast more occurrences of a word stop adding to a score."""
+PAIR_WEIGHT = 0.25
+"""What two neighbouring words found side by side add, against one word found."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +42,8 @@ FIELDS: Mapping[str, Field] = {
     "context": Field(0.3, 0.75),  # the app's description and why the library has it
 }
 
-Analysed = Mapping[str, Sequence[Token]]
-"""A document as each field's tokens."""
+Analysed = Mapping[str, Sequence[Sequence[Token]]]
+"""A document as each field's texts (a tool's name, then each alias), each as its words' tokens."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,17 +64,19 @@ class Lexical:
     def __init__(self, docs: Iterable[Analysed]) -> None:
         analysed = list(docs)
         self.size = len(analysed)
-        lengths = {name: array("I", (len(doc.get(name, ())) for doc in analysed)) for name in FIELDS}
+        lengths = {name: array("I", (sum(map(len, doc.get(name, ()))) for doc in analysed)) for name in FIELDS}
         average = {name: (sum(counts) / self.size if sum(counts) else 1.0) for name, counts in lengths.items()}
         slot: dict[str, int] = {}
         found_term, found_doc, found_tf = array("I"), array("I"), array("f")
         for number, doc in enumerate(analysed):
             weighted: dict[str, float] = defaultdict(float)
             for name, spec in FIELDS.items():
+                texts = doc.get(name, ())
                 if not lengths[name][number]:
                     continue
                 norm = 1 - spec.length_norm + spec.length_norm * lengths[name][number] / average[name]
-                terms = Counter(term for token in doc[name] for term in token)
+                terms = Counter(term for words in texts for token in words for term in token)
+                terms.update(pair for words in texts for pair in pairs(words))
                 for term, count in terms.items():
                     weighted[term] += count * spec.weight / norm
             for term, tf in weighted.items():
@@ -124,4 +131,8 @@ class Lexical:
                 matched[number] += weight
         if not total:
             return []
+        for pair in dict.fromkeys(pairs(query)):
+            idf = self.idf(pair)
+            for number, tf in zip(*self._postings(pair), strict=True):
+                scores[number] += PAIR_WEIGHT * idf * tf * (K1 + 1) / (tf + K1)
         return [Scored(number, score, matched[number] / total) for number, score in scores.items()]
