@@ -32,8 +32,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
+import httpx2
+
 from aai_gateway.config import LlmSettings, Settings
-from aai_gateway.discovery.endpoint import EndpointFailed, post_json
+from aai_gateway.discovery.endpoint import EndpointFailed, new_client, post_json
 
 log = logging.getLogger("aai_gateway.search")
 
@@ -192,6 +194,8 @@ class Embeddings:
         self._query_failed_at = -COOLDOWN
         self._queries: dict[str, Vector] = {}
         self._failing: set[str] = set()
+        self._client: httpx2.AsyncClient | None = None
+        """Kept open for the gateway's life: connecting anew costs more than a local model's answer."""
         if self._cache is None:
             log.warning(
                 "search.embeddings is on, but llm.baseUrl, llm.model and llm.embeddingModel are not all set; "
@@ -238,9 +242,10 @@ class Embeddings:
             ready = [v for v in vectors if v is not None]
             if len({len(v) for v in ready}) > 1:
                 raise NotEmbeddings("the vectors kept on disk and those answered now differ in dimensions")
-        except (EndpointFailed, NotEmbeddings) as exc:
+        except Exception as exc:  # whatever the endpoint did, search goes on by words
             self._failed_at = time.monotonic()
-            self._fail("documents", f"cannot embed the operations for search ({exc}); searching by words only")
+            reason = exc if isinstance(exc, EndpointFailed | NotEmbeddings) else f"{type(exc).__name__}: {exc}"
+            self._fail("documents", f"cannot embed the operations for search ({reason}); searching by words only")
             return
         space = await asyncio.to_thread(Space, ready)
         self._space = (index, space)
@@ -256,9 +261,12 @@ class Embeddings:
         try:
             async with asyncio.timeout(QUERY_WAIT):
                 (vector,) = await self._embed([text], QUERY_WAIT, "a search's wait for its query")
-        except (TimeoutError, EndpointFailed, NotEmbeddings) as exc:
+        except Exception as exc:  # whatever the endpoint did, this search goes on by words
             self._query_failed_at = time.monotonic()
-            reason = exc if str(exc) else f"no answer within {QUERY_WAIT:g} s"
+            if isinstance(exc, TimeoutError):
+                reason = f"no answer within {QUERY_WAIT:g} s"
+            else:
+                reason = str(exc) if isinstance(exc, EndpointFailed | NotEmbeddings) else f"{type(exc).__name__}: {exc}"
             self._fail("query", f"cannot embed search queries ({reason}); searching by words only")
             return None
         self._recover("query")
@@ -272,8 +280,17 @@ class Embeddings:
         url = self.llm.base_url.rstrip("/") + "/embeddings"
         body: dict[str, Any] = {"model": self.llm.embedding_model, "input": texts}
         cap = 64 * 1024 + ANSWER_BYTES_PER_TEXT * len(texts)
+        if self._client is None:
+            self._client = new_client(self._timeout)
         answer = await post_json(
-            url, self.settings, body, api_key=self.llm.api_key, timeout=timeout, cap=cap, timeout_name=timeout_name
+            url,
+            self.settings,
+            body,
+            api_key=self.llm.api_key,
+            timeout=timeout,
+            cap=cap,
+            timeout_name=timeout_name,
+            client=self._client,
         )
         return await asyncio.to_thread(vectors_of, answer, len(texts))
 
