@@ -61,13 +61,13 @@ class Embeddings(BaseHTTPRequestHandler):
         if model == "slow" or (model == "slow-query" and len(texts) == 1):
             time.sleep(SLOW)
         vectors = [vector(text) for text in texts]
-        if model == "huge":
-            vectors[0] = [0.5] * 3_000_000
-        elif model == "nan":
+        if model == "nan":
             vectors[0][0] = float("nan")  # json.dumps writes NaN, which json.loads reads
         data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
         answer = json.dumps({"object": "list", "data": data}).encode()
-        if model == "garbage":
+        if model == "huge":  # 10 MB: far more than 64 vectors of 4,096 numbers take
+            answer = b'{"data": [{"index": 0, "embedding": [' + b"0.5, " * 2_000_000 + b"0.5]}]}"
+        elif model == "garbage":
             answer = b"<html>not today</html>"
         elif model == "short":
             answer = json.dumps({"data": data[:-1]}).encode()
@@ -183,7 +183,7 @@ async def test_search_goes_on_by_words_when_the_endpoint_fails(
     tmp_path: Path, endpoint: str, model: str, said: str
 ) -> None:
     base = "http://127.0.0.1:9/v1" if model == "down" else endpoint  # port 9 (discard): nothing listens
-    home = coffee_home(tmp_path, base, model, timeout=1)
+    home = coffee_home(tmp_path, base, model, **({"timeout": 1} if model == "slow" else {}))
     log = tmp_path / "gateway.log"
     async with stdio_session(env_of(home), log) as session:
         with anyio.fail_after(20):  # generous: a search never waits for the endpoint's documents
