@@ -11,7 +11,8 @@ words alone: the failure is logged once, when it starts, a failed query embeddin
 No NumPy: a cosine over 2,000 vectors of 768 dimensions takes ~30 ms in Python, too slow for each
 search. Each vector is therefore also kept as a 128-dimension sketch (its dimensions summed into buckets
 with random signs, which keeps dot products in expectation); the query's sketch is compared with every
-document's (~5 ms at 2,000), and the best `2 * count` are compared again in full.
+document's, and the best `2 * count` are compared again in full: ~8 ms at 2,000 vectors of 768 dimensions,
+~14 ms at 1,536 (over clustered random vectors, the true ten nearest were always among those found).
 """
 
 from __future__ import annotations
