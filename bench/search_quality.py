@@ -2,7 +2,7 @@
 
 Run from the repository root with the venv the gateway is installed in:
 
-    .venv/bin/python -m bench.search_quality [--semantic] [--questions N]
+    .venv/bin/python -m bench.search_quality [--semantic | --embeddings] [--questions N]
 
 The catalogue and the questions are the Berkeley Function Calling Leaderboard's, as they ship inside the
 PyPI package `bfcl-eval` (2026.3.23): every distinct function (by name and description) of
@@ -18,6 +18,10 @@ The peer, in the same run: FastMCP's own BM25 index (`BM25SearchTransform`, PyPI
 own under bench/.cache) over the same tools, with the library's operations added to both sides (the gateway
 always searches its library too), and the same questions; then the ratios. A second gateway, with the
 catalogue padded to 2,000 tools with other BFCL functions, gives the search time at that size.
+
+`--embeddings` turns `search.embeddings` on instead, against a local `/v1/embeddings` serving the same
+wordllama vectors (`bench/embeddings_endpoint.py`); the searches start once the gateway has embedded every
+operation (its log says so).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import anyio
 
 from aai_gateway.library.entries import bundled
 from aai_gateway.search.sources import library
+from bench.embeddings_endpoint import MODEL, wordllama_endpoint
 from tests.e2e.mcp_client import stdio_session
 
 CACHE = Path(__file__).parent / ".cache"
@@ -126,7 +131,9 @@ def tool_name(name: str) -> str:
     return ("_" + cleaned if not (cleaned[0].isalpha() or cleaned[0] == "_") else cleaned)[:64]
 
 
-def install(home: Path, functions: Sequence[dict[str, Any]], semantic: bool) -> dict[str, str]:
+def install(
+    home: Path, functions: Sequence[dict[str, Any]], semantic: bool, embeddings: str | None = None
+) -> dict[str, str]:
     """One app per function; the tool's name as installed → the function's own name."""
     names = {}
     for number, function in enumerate(functions):
@@ -151,7 +158,10 @@ def install(home: Path, functions: Sequence[dict[str, Any]], semantic: bool) -> 
         folder = home / ".aai" / app_id
         folder.mkdir(parents=True)
         (folder / "aai.json").write_text(json.dumps(doc))
-    config = {"consent": {"default": "allow"}, "search": {"semantic": semantic}}
+    config: dict[str, Any] = {"consent": {"default": "allow"}, "search": {"semantic": semantic}}
+    if embeddings is not None:
+        config["search"]["embeddings"] = True
+        config["llm"] = {"baseUrl": embeddings, "model": "none", "embeddingModel": MODEL}
     (home / ".aai" / "config.json").write_text(json.dumps(config))
     return names
 
@@ -179,15 +189,22 @@ class Run:
     rss_after: float
 
 
-async def gateway_run(home: Path, names: dict[str, str], queries: Sequence[str], irrelevant: Sequence[str]) -> Run:
+async def gateway_run(
+    home: Path, names: dict[str, str], queries: Sequence[str], irrelevant: Sequence[str], embedded: bool = False
+) -> Run:
     mark = uuid.uuid4().hex
     env = {"HOME": str(home), "PATH": os.environ["PATH"], "AAI_PLATFORM": "linux", MARK: mark}
     ranked, times, unfit = [], [], 0
-    async with stdio_session(env, home / "gateway.log") as session:
+    log = home / "gateway.log"
+    log.touch()
+    async with stdio_session(env, log) as session:
         await session.list_tools()
         await session.call_tool("aai_exec", {"app": "none", "tool": "none"})  # the first call loads the SDK's path
         before = rss_mb(mark)
         await session.call_tool("aai_search", {"query": "warm up", "limit": 1})
+        with anyio.fail_after(600):
+            while embedded and "operations embedded" not in log.read_text():
+                await anyio.sleep(0.2)
         indexed = rss_mb(mark)
         for query in queries:
             started = time.perf_counter()
@@ -247,7 +264,7 @@ def library_tools() -> list[dict[str, Any]]:
     ]
 
 
-def main(semantic: bool, limit: int | None) -> None:
+def main(semantic: bool, limit: int | None, embeddings: str | None = None) -> None:
     wheel = bfcl_zip()
     functions, questions = load(wheel)
     questions = questions[:limit] if limit else questions
@@ -256,17 +273,18 @@ def main(semantic: bool, limit: int | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "home").mkdir()
-        names = install(work / "home", functions, semantic)
-        run = anyio.run(gateway_run, work / "home", names, queries, irrelevant)
+        names = install(work / "home", functions, semantic, embeddings)
+        run = anyio.run(gateway_run, work / "home", names, queries, irrelevant, embeddings is not None)
         peer_ranked, peer_ms = peer_run([*functions, *library_tools()], queries, work)
         padded = [*functions, *padding(wheel, functions, 2000)]
         (work / "big").mkdir()
-        big_names = install(work / "big", padded, semantic)
-        big = anyio.run(gateway_run, work / "big", big_names, queries[:300], [])
+        big_names = install(work / "big", padded, semantic, embeddings)
+        big = anyio.run(gateway_run, work / "big", big_names, queries[:300], [], embeddings is not None)
     ours, theirs = figures(run.ranked, questions), figures(peer_ranked, questions)
     library_count = len(library_tools())
     print(f"BFCL v4 live_multiple + parallel_multiple: {len(functions)} functions, {len(questions)} questions")
-    print(f"  (+ {library_count} library operations in both indexes); semantic signal {'on' if semantic else 'off'}")
+    signal = "search.embeddings (wordllama over HTTP)" if embeddings else "on" if semantic else "off"
+    print(f"  (+ {library_count} library operations in both indexes); semantic signal {signal}")
     print(f"  {'':34} {'R@1':>7} {'R@5':>7} {'MRR':>7}")
     print(f"  {'aai_search (installed, over MCP)':34} {ours[0]:7.3f} {ours[1]:7.3f} {ours[2]:7.3f}")
     print(f"  {'FastMCP BM25SearchTransform index':34} {theirs[0]:7.3f} {theirs[1]:7.3f} {theirs[2]:7.3f}")
@@ -293,6 +311,13 @@ def main(semantic: bool, limit: int | None) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--semantic", action="store_true", help="Turn search.semantic on (needs wordllama).")
+    parser.add_argument(
+        "--embeddings", action="store_true", help="Turn search.embeddings on, against a local wordllama endpoint."
+    )
     parser.add_argument("--questions", type=int, default=None, help="Only the first N questions.")
     options = parser.parse_args()
-    main(options.semantic, options.questions)
+    if options.embeddings:
+        with wordllama_endpoint() as url:
+            main(options.semantic, options.questions, url)
+    else:
+        main(options.semantic, options.questions)

@@ -69,6 +69,8 @@ class LlmSettings:
     model: str
     api_key: Secret | None = None
     timeout: float = 60.0
+    embedding_model: str | None = None
+    """`llm.embeddingModel`: what search asks `<baseUrl>/embeddings` with (`search.embeddings`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +132,7 @@ class Settings:
     """The environment variable `llm.apiKey` names; its value is `llm_api_key_value`."""
     llm_api_key_value: Secret | None = None
     llm_timeout: float = 60.0
+    llm_embedding_model: str | None = None
     apps: Mapping[str, AppSettings] = field(default_factory=dict)
     consent_default: str = "ask"
     consent_read_only: str = "ask"
@@ -143,6 +146,8 @@ class Settings:
     answers CONSENT_REQUIRED; only when the UI is served and the client cannot be asked."""
     search_semantic: bool = False
     """`search.semantic`: rank by meaning too, with the wordllama model (an optional dependency)."""
+    search_embeddings: bool = False
+    """`search.embeddings`: rank by meaning too, with vectors from the `llm` endpoint's `/embeddings`."""
     telemetry_enabled: bool | None = None
     """OpenTelemetry export: True or False as config.json says; None: on when OTEL_* variables ask for it."""
     telemetry_endpoint: str | None = None
@@ -170,7 +175,9 @@ class Settings:
         """The LLM endpoint, when config.json names one (`llm.baseUrl` and `llm.model`)."""
         if self.llm_base_url is None or self.llm_model is None:
             return None
-        return LlmSettings(self.llm_base_url, self.llm_model, self.llm_api_key_value, self.llm_timeout)
+        return LlmSettings(
+            self.llm_base_url, self.llm_model, self.llm_api_key_value, self.llm_timeout, self.llm_embedding_model
+        )
 
     def with_changes(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -410,6 +417,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         llm_api_key=llm_key_env,
         llm_api_key_value=Secret(env[llm_key_env]) if llm_key_env and env.get(llm_key_env) else None,
         llm_timeout=float(llm.get("timeout", 60)),
+        llm_embedding_model=llm.get("embeddingModel"),
         apps=apps,
         consent_default=consent.get("default", "ask"),
         consent_read_only=consent.get("readOnly", "ask"),
@@ -417,6 +425,7 @@ def load_settings(env: Mapping[str, str] | None = None, config_path: Path | None
         consent_rules=rules,
         consent_wait_seconds=float(consent.get("waitSeconds", 0)),
         search_semantic=data.get("search", {}).get("semantic", False),
+        search_embeddings=data.get("search", {}).get("embeddings", False),
         telemetry_enabled=telemetry.get("enabled"),
         telemetry_endpoint=telemetry.get("endpoint"),
         telemetry_headers=_headers(telemetry.get("headers", {}), env),

@@ -124,8 +124,28 @@ async def test_aai_search_answers_in_every_language(tmp_path: Path) -> None:
 )
 def test_library_word_finds_entries_by_their_tools_aliases(tmp_path: Path, words: str, app: str) -> None:
     """`aai-gateway library WORD...` matches a tool's aliases as it matches its name."""
-    env = {"HOME": str(tmp_path), "AAI_PLATFORM": "linux", "PATH": "/usr/bin:/bin"}
+    assert app in library_ids(tmp_path, words)
+
+
+@pytest.mark.parametrize(
+    ("words", "app"),
+    [
+        # "don't" is "do not": the "not" of do-not-disturb, not a "don" and a "t" that meet other words.
+        ("don't disturb me for the next hour", "org.dunstproject.dunst"),
+        # Words side by side as the tool's name has them ("close_notification", "network_state") say more than
+        # the same words apart.
+        ("close notification", "org.freedesktop.notifications"),
+        ("network state", "org.freedesktop.networkmanager"),
+    ],
+)
+def test_library_word_ranks_the_entry_meant_first(tmp_path: Path, words: str, app: str) -> None:
+    assert library_ids(tmp_path, words)[:1] == [app]
+
+
+def library_ids(home: Path, words: str) -> list[str]:
+    """The entries `aai-gateway library --json WORD...` lists, best first."""
+    env = {"HOME": str(home), "AAI_PLATFORM": "linux", "PATH": "/usr/bin:/bin"}
     command = [gateway_command(), "library", "--json", *words.split()]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    assert app in [row["id"] for row in json.loads(done.stdout)], done.stdout
+    return [row["id"] for row in json.loads(done.stdout)]

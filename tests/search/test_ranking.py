@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aai_gateway.descriptor import Name
-from aai_gateway.library.entries import Entry
+from aai_gateway.library.entries import Entry, bundled
 from aai_gateway.search.analysis import fold, split_identifier, tokens
 from aai_gateway.search.documents import Operation
 from aai_gateway.search.index import SearchIndex
@@ -37,6 +37,10 @@ def op(app: str, tool: str, description: str = "", **more: Any) -> Operation:
         ("电池还剩多少", False, [{"电池"}, {"池还"}, {"还剩"}, {"剩多"}, {"多少"}]),
         ("音", False, [{"音"}]),
         ("42 pages", False, [{"pages", "page", "pag"}]),
+        ("don't stop", False, [{"not"}, {"stop"}]),
+        ("I can\u2019t, it won't", False, [{"not"}, {"not"}]),
+        ("how's the weather? I'm out, you'll see", False, [{"weather"}, {"out"}, {"see"}]),
+        ("l'écran", False, [{"ecran"}]),
     ],
 )
 def test_tokens(text: str, identifier: bool, expected: list[set[str]]) -> None:
@@ -97,6 +101,28 @@ def test_the_right_operation_first(query: str, app: str, tool: str) -> None:
     found = SearchIndex(CATALOGUE).search(query)
     assert found.fits
     assert (found.hits[0].operation.app_id, found.hits[0].operation.tool) == (app, tool)
+
+
+def test_words_side_by_side_count_more_than_apart() -> None:
+    index = SearchIndex(
+        [
+            op("org.a.app", "report", "The weather report, current to the hour."),
+            op("org.b.app", "report", "The current weather, reported to the hour."),
+        ]
+    )
+    assert index.search("current weather").hits[0].operation.app_id == "org.b.app"
+
+
+def test_a_library_tool_asked_by_its_own_name_comes_first() -> None:
+    """Typing a tool's name as words ("set wifi enabled", "play pause") finds that tool, not a neighbour
+    that has the same words in another order or apart."""
+    operations = library(bundled().entries, set())
+    index = SearchIndex(operations)
+    first = sum(
+        (hits := index.search(o.tool.replace("_", " ")).hits) != () and hits[0].operation.tool == o.tool
+        for o in operations
+    )
+    assert first / len(operations) >= 0.85, f"{first} of {len(operations)}"
 
 
 def test_same_named_tools_fold_into_the_best() -> None:

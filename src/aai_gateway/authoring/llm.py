@@ -20,7 +20,6 @@ http only to a loopback address, never the unspecified or a multicast address, n
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import re
@@ -28,16 +27,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx2
 from jsonschema import Draft7Validator
 
 from aai_gateway.authoring.knowledge import Source, sections
-from aai_gateway.authoring.openapi import capped
 from aai_gateway.config import LlmSettings, Settings
 from aai_gateway.descriptor.validate import check_document
-from aai_gateway.discovery.sites import url_site
-from aai_gateway.discovery.wellknown import resolve
-from aai_gateway.errors import AaiError
+from aai_gateway.discovery.endpoint import EndpointFailed, post_json
 
 MAX_ANSWER_BYTES = 512 * 1024
 MAX_TEXT = 1000
@@ -322,33 +317,10 @@ def take(
 async def ask(llm: LlmSettings, settings: Settings, body: Mapping[str, Any]) -> bytes:
     """POST the request to `<baseUrl>/chat/completions`; the reply's bytes, or Refused saying why not."""
     url = llm.base_url.rstrip("/") + "/chat/completions"
-    site = url_site(url)
-    if site is None:
-        raise Refused(f"llm.baseUrl {llm.base_url!r} is not an http(s) URL")
-    # The user named this endpoint, so loopback and private addresses are fine; plain http only to loopback.
-    trusted = settings.with_changes(web_allow_http_loopback=True, web_allow_private_networks=True)
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    if llm.api_key is not None:
-        headers["Authorization"] = f"Bearer {llm.api_key.reveal()}"
     try:
-        async with asyncio.timeout(llm.timeout):
-            await resolve(site, trusted)
-            async with (
-                httpx2.AsyncClient(follow_redirects=False, timeout=llm.timeout, trust_env=False) as client,
-                client.stream("POST", url, headers=headers, content=json.dumps(body).encode()) as response,
-            ):
-                if response.status_code != 200:
-                    raise Refused(f"{url} answered HTTP {response.status_code}")
-                data = await capped(response, MAX_ANSWER_BYTES)
-                if data is None:
-                    raise Refused(f"the answer is larger than {MAX_ANSWER_BYTES // 1024} KiB")
-                return data
-    except (TimeoutError, httpx2.TimeoutException):
-        raise Refused(f"{url} did not answer within {llm.timeout:g} s (llm.timeout)") from None
-    except httpx2.HTTPError as exc:
-        raise Refused(f"{url} failed: {exc or type(exc).__name__}") from None
-    except AaiError as exc:  # the address guard's refusals, a name that does not resolve
-        raise Refused(f"{url}: {exc.detail}") from None
+        return await post_json(url, settings, body, api_key=llm.api_key, timeout=llm.timeout, cap=MAX_ANSWER_BYTES)
+    except EndpointFailed as failed:
+        raise Refused(str(failed)) from None
 
 
 async def improve(

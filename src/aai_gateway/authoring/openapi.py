@@ -32,6 +32,7 @@ import httpx2
 from aai_gateway.authoring.knowledge import Source
 from aai_gateway.authoring.names import APP_ID, MAX_TOOL_NAME, app_id_for, snake
 from aai_gateway.config import Settings
+from aai_gateway.discovery.endpoint import capped
 from aai_gateway.discovery.sites import url_site
 from aai_gateway.discovery.wellknown import check_scheme, resolve
 from aai_gateway.errors import AaiJsonInvalid, ApiRequestFailed, InvalidParams
@@ -304,18 +305,6 @@ def parse(data: bytes, where: str) -> Mapping[str, Any]:
     if not isinstance(spec, Mapping):
         raise AaiJsonInvalid(f"{where} is not a JSON object")
     return spec
-
-
-async def capped(response: httpx2.Response, cap: int) -> bytes | None:
-    """The streamed body, or None as soon as it grows past `cap` bytes."""
-    chunks: list[bytes] = []
-    total = 0
-    async for chunk in response.aiter_bytes():
-        total += len(chunk)
-        if total > cap:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 async def fetch(url: str, settings: Settings, cap: int = MAX_OPENAPI_BYTES) -> bytes:

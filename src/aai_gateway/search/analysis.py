@@ -1,9 +1,10 @@
 """Text to search terms: the same steps for what is indexed and for what is asked.
 
 Text is folded (case and accents), identifiers are split (`setVolume`, `list_players`, `org.mpris`),
-and each word is stemmed by the Snowball stemmers of the languages the library's names and aliases are
-written in: a word counts as its stem in any of them, so "players", "Lautstärke" and "musiques" meet their
-stems whatever language the query is in. Chinese, Japanese and Korean are written without spaces:
+English contractions are undone ("don't" is "do not", the "'s" of "how's" goes), and each word is
+stemmed by the Snowball stemmers of the languages the library's names and aliases are written in: a word
+counts as its stem in any of them, so "players", "Lautstärke" and "musiques" meet their stems whatever
+language the query is in. Chinese, Japanese and Korean are written without spaces:
 their runs are cut into overlapping two-character pieces (bigrams), which match without a dictionary.
 """
 
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from functools import lru_cache
+from itertools import pairwise
 
 import Stemmer
 
@@ -42,6 +45,14 @@ STOP_WORDS = frozenset(
 )
 """Words left out of what is indexed and asked (folded, as `fold` gives them)."""
 
+_CONTRACTIONS = (
+    # English contractions: "don't" means "do not" ("not" decides what is meant); "how's", "I'm", "you'll"
+    # leave a letter or two that would otherwise match any word of that spelling ("s" in a unit's name).
+    (re.compile(r"\bcan't\b"), "can not"),
+    (re.compile(r"\bwon't\b"), "will not"),
+    (re.compile(r"n't\b"), " not"),
+    (re.compile(r"(?<=[a-z])'(?:s|m|re|ll|ve|d)\b"), ""),
+)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
@@ -70,8 +81,13 @@ def tokens(text: str, *, identifier: bool = False) -> list[Token]:
     text = text[:MAX_TEXT]
     if identifier:
         text = split_identifier(text)
+    text = fold(text)
+    text = text.replace("\u2019", "'")  # the typographic apostrophe
+    if "'" in text:
+        for contraction, replacement in _CONTRACTIONS:
+            text = contraction.sub(replacement, text)
     found: list[Token] = []
-    for word in _WORD.findall(fold(text)):
+    for word in _WORD.findall(text):
         if word in _STOP:
             continue
         if _CJK.search(word):
@@ -94,6 +110,18 @@ def _cjk_pieces(word: str) -> list[str]:
     if at < len(word):
         pieces.append(word[at:])
     return pieces
+
+
+def pairs(words: Sequence[Token]) -> list[str]:
+    """Each two neighbouring words of one text as one term ("current weather"), each word by its shortest
+    term, so that inflections pair alike. The space keeps a pair apart from every single word's term."""
+    keys = [_shortest(word) for word in words]
+    return [f"{a} {b}" for a, b in pairwise(keys)]
+
+
+@lru_cache(maxsize=8192)
+def _shortest(word: Token) -> str:
+    return min(word, key=lambda term: (len(term), term))
 
 
 MIN_STEM = 3

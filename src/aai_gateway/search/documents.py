@@ -48,12 +48,12 @@ class Operation:
     def analysed(self) -> Analysed:
         app_words = [*self.app_names, *self.aliases]
         return {
-            "tool": [*tokens(self.tool, identifier=True), *_all(self.tool_aliases)],
-            "app": [*_all(app_words), *tokens(self.app_id, identifier=True)],
-            "text": tokens(self.description),
-            "params": [t for name in _parameter_names(self.parameters) for t in tokens(name, identifier=True)],
-            "param_text": _all(_parameter_texts(self.parameters)),
-            "context": [*tokens(self.app_description), *tokens(self.context)],
+            "tool": [tokens(self.tool, identifier=True), *_each(self.tool_aliases)],
+            "app": [*_each(app_words), tokens(self.app_id, identifier=True)],
+            "text": [tokens(self.description)],
+            "params": [tokens(name, identifier=True) for name in _parameter_names(self.parameters)],
+            "param_text": _each(_parameter_texts(self.parameters)),
+            "context": [tokens(self.app_description), tokens(self.context)],
         }
 
     def semantic_text(self) -> str:
@@ -62,8 +62,8 @@ class Operation:
         return f"{words}. {self.description} ({self.app_name})"
 
 
-def _all(texts: Sequence[str]) -> list[Token]:
-    return [t for text in texts for t in tokens(text)]
+def _each(texts: Sequence[str]) -> list[list[Token]]:
+    return [tokens(text) for text in texts]
 
 
 def _properties(schema: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:

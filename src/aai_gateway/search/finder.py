@@ -24,7 +24,8 @@ from aai_gateway.library import presence, store
 from aai_gateway.library.entries import Catalog
 from aai_gateway.library.presence import Found as Presence
 from aai_gateway.search import semantic, sources
-from aai_gateway.search.index import Found, SearchIndex
+from aai_gateway.search.embeddings import Embeddings
+from aai_gateway.search.index import CANDIDATES, Found, SearchIndex
 
 log = logging.getLogger("aai_gateway.search")
 
@@ -70,6 +71,7 @@ class Finder:
         self._index: tuple[tuple[Any, ...], SearchIndex] | None = None
         self._embedder: semantic.Embedder | None = None
         self._embedder_tried = False
+        self._embeddings = Embeddings(settings) if settings.search_embeddings else None
         self._lock = asyncio.Lock()
         self.generation = 0
         """Bumped when something the index holds changed without a rescan (an MCP server's tool list)."""
@@ -82,10 +84,18 @@ class Finder:
         index = await self.index()
         usage = await self._used()
         successes = {key: u.ok for key, u in usage.items()}
-        found = await asyncio.to_thread(index.search, query, limit, successes)
+        similarity = await self._similar(index, query)
+        found = await asyncio.to_thread(index.search, query, limit, successes, similarity)
         here = await self._present(await self.catalogue())
         hits = tuple(replace(hit, operation=sources.on_this_machine(hit.operation, here)) for hit in found.hits)
         return replace(found, hits=hits), usage
+
+    async def _similar(self, index: SearchIndex, query: str) -> Mapping[int, float]:
+        """The operations most like `query` by the endpoint's embeddings (`search.embeddings`), when known."""
+        if self._embeddings is None:
+            return {}
+        texts = index.semantic_texts
+        return await self._embeddings.nearest(index, texts, query, CANDIDATES)
 
     async def index(self) -> SearchIndex:
         async with self._lock:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from aai_gateway.search.analysis import tokens
 from aai_gateway.search.documents import Operation
@@ -58,17 +59,30 @@ class SearchIndex:
         self.operations = tuple(operations)
         self._lexical = Lexical(op.analysed() for op in self.operations)
         self._embedder = embedder
-        self._vectors = embedder.embed([op.semantic_text() for op in self.operations]) if embedder else None
+        self._vectors = embedder.embed(self.semantic_texts) if embedder else None
         self._strong = math.log(1 + (len(self.operations) - 0.5) / 1.5) * MIN_MATCH
 
-    def search(self, query: str, limit: int = 5, successes: Mapping[tuple[str, str], int] | None = None) -> Found:
-        """The best `limit` operations for `query`; equal scores go to the one with more `successes`."""
+    @cached_property
+    def semantic_texts(self) -> list[str]:
+        """What a semantic signal reads of each operation, in order."""
+        return [op.semantic_text() for op in self.operations]
+
+    def search(
+        self,
+        query: str,
+        limit: int = 5,
+        successes: Mapping[tuple[str, str], int] | None = None,
+        similarity: Mapping[int, float] | None = None,
+    ) -> Found:
+        """The best `limit` operations for `query`; equal scores go to the one with more `successes`.
+        `similarity` is the semantic signal when it comes from elsewhere (`embeddings`): the cosine of the
+        best operations (by their place in `operations`) with the query."""
         lexical = self._lexical.search(tokens(query))
         scored = {s.doc: s.score for s in lexical}
         best_lexical = max(scored.values(), default=0.0)
         whole = any(s.coverage >= WHOLE for s in lexical)
-        similarity: dict[int, float] = {}
-        if self._embedder is not None and self._vectors is not None and len(self.operations):
+        similarity = dict(similarity or {})
+        if not similarity and self._embedder is not None and self._vectors is not None and len(self.operations):
             row = self._vectors @ self._embedder.embed([query])[0]
             for doc in row.argsort()[::-1][:CANDIDATES].tolist():
                 similarity[doc] = max(float(row[doc]), 0.0)
