@@ -73,7 +73,10 @@ async def part_one(workdir: Path, rounds: int) -> None:
             else:
                 runnable.append(task)
         env = found.gateway_env(workdir / "home")
-        async with stdio_session(env, workdir / "gateway.log") as session:
+        async with (
+            asyncio.timeout(CALL_TIMEOUT + rounds * 60 * len(runnable)),
+            stdio_session(env, workdir / "gateway.log") as session,
+        ):
             listed = await session.list_tools()
             listing = len(listed.model_dump_json(by_alias=True, exclude_none=True))
             print(f"tools/list, once per session for both ways: {listing:,} bytes (not counted below)")

@@ -123,20 +123,19 @@ async def plan_cost(work: Path, rounds: int, plans: int) -> None:
             env = bus.env(HOME=str(home), AAI_PLATFORM="linux")
             direct = await MessageBus(bus_address=bus.address).connect()
             try:
-                async with raw_session(env, work / "raw.log", CALLER) as client:
+                async with asyncio.timeout(60 + 600 * rounds), raw_session(env, work / "raw.log", CALLER) as client:
                     raw = plan()
                     p50s: dict[str, list[float]] = {DIRECT: [], EXEC: [], PLAN: []}
                     cpu: dict[str, list[float]] = {EXEC: [], PLAN: []}
                     pid = client.proc.pid
                     for _ in range(rounds):
-                        async with asyncio.timeout(600):
-                            p50s[DIRECT].append(await p50(lambda: direct_series(direct), plans, plans // 10))
-                            used = cpu_ms(pid)
-                            p50s[EXEC].append(await p50(lambda: exec_series(client), plans, plans // 10))
-                            cpu[EXEC].append((cpu_ms(pid) - used) / (plans + plans // 10))
-                            used = cpu_ms(pid)
-                            p50s[PLAN].append(await p50(lambda: plan_run(client, raw), plans, plans // 10))
-                            cpu[PLAN].append((cpu_ms(pid) - used) / (plans + plans // 10))
+                        p50s[DIRECT].append(await p50(lambda: direct_series(direct), plans, plans // 10))
+                        used = cpu_ms(pid)
+                        p50s[EXEC].append(await p50(lambda: exec_series(client), plans, plans // 10))
+                        cpu[EXEC].append((cpu_ms(pid) - used) / (plans + plans // 10))
+                        used = cpu_ms(pid)
+                        p50s[PLAN].append(await p50(lambda: plan_run(client, raw), plans, plans // 10))
+                        cpu[PLAN].append((cpu_ms(pid) - used) / (plans + plans // 10))
             finally:
                 direct.disconnect()
         print(report(p50s, rounds, plans))
