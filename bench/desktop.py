@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.test_dunst import DISPLAYS, X11_SOCKETS, start_xvfb
+import pytest
+
+from tests.e2e.test_dunst import free_display
 from tests.library.apps import as_unprivileged, desktop_env, started
 from tests.library.library_gateway import LIBRARY, library_home
+from tests.library.test_media import mpris_status
 from tests.library.test_transmission import Rpc, free_port, torrent_of
 from tests.support import Bus, Mpv, silent_wav, stop, wait_until
 from tests.system_bus import SystemServices, isolation_problem, system_env
@@ -100,20 +103,7 @@ class Desktop:
 
     def status(self, player: str) -> str:
         """A player's MPRIS PlaybackStatus, asked with dbus-send."""
-        reply = command(
-            [
-                "dbus-send",
-                f"--bus={self.bus.address}",
-                "--print-reply",
-                f"--dest=org.mpris.MediaPlayer2.{player}",
-                "/org/mpris/MediaPlayer2",
-                "org.freedesktop.DBus.Properties.Get",
-                "string:org.mpris.MediaPlayer2.Player",
-                "string:PlaybackStatus",
-            ],
-            self.bus.env(),
-        )
-        return reply.split('"')[-2]
+        return mpris_status(self.bus, player)
 
     def play_all(self) -> None:
         for player in self.players:
@@ -167,23 +157,6 @@ class Desktop:
 def missing(*commands: str) -> str | None:
     absent = [c for c in commands if shutil.which(c) is None and not Path(c).exists()]
     return f"not installed: {', '.join(absent)}" if absent else None
-
-
-@contextmanager
-def display(workdir: Path) -> Iterator[str | None]:
-    """A private Xvfb display, or None when none could be had."""
-    for number in DISPLAYS:
-        if (X11_SOCKETS / f"X{number}").exists() or (X11_SOCKETS.parent / f".X{number}-lock").exists():
-            continue
-        proc = start_xvfb(number, workdir / f"xvfb-{number}.log")
-        if proc is None:
-            continue
-        try:
-            yield f":{number}"
-        finally:
-            stop(proc)
-        return
-    yield None
 
 
 def attempt(desktop: Desktop, app: str, start: Callable[[], None]) -> None:
@@ -294,7 +267,12 @@ def desktop(workdir: Path) -> Iterator[Desktop]:
     found = Desktop(workdir, bus)
     try:
         with ExitStack() as running:
-            screen = running.enter_context(display(workdir)) if not missing("Xvfb") else None
+            screen = None
+            if not missing("Xvfb"):
+                try:
+                    screen = running.enter_context(free_display(workdir))
+                except pytest.fail.Exception as exc:  # no free display number
+                    found.missing["Xvfb"] = str(exc)
             found.env = desktop_env(bus, workdir / "apps-home", screen)
             music = workdir / "music"
             music.mkdir(mode=0o755)

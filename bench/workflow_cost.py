@@ -17,10 +17,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from dbus_fast import Message
 from dbus_fast.aio import MessageBus
 
-from bench.direct import echo
+from bench.direct import add, echo
 from tests.e2e.raw_client import RawClient, raw_session
 from tests.support import TEST_APPS, Bus, echo_home, running, start_app
 
@@ -47,22 +46,6 @@ def plan() -> dict[str, Any]:
 
 EXPECTED = 1 + STEPS // 2
 """Each `add` adds 1 to the 1 the series starts with; the last step, an echo, gives it as text."""
-
-
-async def add(bus: MessageBus, a: int) -> int:
-    reply = await bus.call(
-        Message(
-            destination="dev.aai.Echo",
-            path="/dev/aai/Echo",
-            interface="dev.aai.Echo",
-            member="Add",
-            signature="ii",
-            body=[a, 1],
-        )
-    )
-    assert reply is not None
-    value: int = reply.body[0]
-    return value
 
 
 async def direct_series(bus: MessageBus) -> str:
