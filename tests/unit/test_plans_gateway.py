@@ -202,3 +202,25 @@ async def test_a_plan_is_saved_only_with_the_users_yes(echo_gateway: Gateway) ->
     assert again["output"] == 42
     with pytest.raises(InvalidParams, match="exists already"):
         await echo_gateway.run({**plan, "saveAs": "adder"}, CLI)
+
+
+async def test_a_tool_checked_again_keeps_apart_the_arguments_each_step_builds(echo_gateway: Gateway) -> None:
+    """A tool's argument check is built once per required arguments its step leaves to `${…}`: a step that
+    builds `a` is not told it lacks it, one that neither writes nor builds it is, on every run."""
+    plan = {
+        "steps": [
+            step("first", "add", a=1),
+            step("built", "add", a="${steps.first.result}"),
+            step("lacking", "add", b=2),
+        ]
+    }
+    for _ in range(2):
+        with pytest.raises(InvalidParams) as refused:
+            await run(echo_gateway, plan)
+        detail = refused.value.detail
+        assert "1 problem(s)" in detail
+        assert "steps[id=lacking].args" in detail
+    fine = await run(echo_gateway, {"steps": plan["steps"][:2], "output": "${steps.built.result}"})
+    assert fine["output"] == 3
+    with pytest.raises(InvalidParams, match=r"steps\[id=wrong\]\.args"):
+        await run(echo_gateway, {"steps": [*plan["steps"][:2], step("wrong", "add", a="${steps.first.result}", b="x")]})

@@ -14,6 +14,10 @@ from aai_gateway.descriptor.argument_check import ArgumentCheck
 from aai_gateway.errors import AaiError, ConsentRequired, PermissionDenied
 from aai_gateway.workflows.plan import Plan, Problems, Undo, literal_keys
 
+MOST_CHECKS = 512
+"""Argument checks kept for the steps of plans, each for one tool and the required arguments its step builds."""
+_checks: dict[tuple[int, tuple[str, ...]], tuple[Tool, ArgumentCheck]] = {}
+
 
 @dataclass(frozen=True, slots=True)
 class Target:
@@ -97,9 +101,26 @@ async def _partly(args: Mapping[str, Any], tool: Tool, where: str, problems: Pro
     written = literal_keys(args)
     schema: Mapping[str, Any] = tool.parameters
     built = set(args) - set(written)
+    dropped: tuple[str, ...] = ()
     if built and isinstance(schema.get("required"), list):
+        dropped = tuple(sorted(str(name) for name in schema["required"] if name in built))
         schema = {**schema, "required": [name for name in schema["required"] if name not in built]}
     try:
-        await ArgumentCheck(tool.name, schema).run(written)
+        await _check(tool, schema, dropped).run(written)
     except AaiError as exc:
         problems.add(where, exc.detail)
+
+
+def _check(tool: Tool, schema: Mapping[str, Any], dropped: tuple[str, ...]) -> ArgumentCheck:
+    """The check of `schema`, `tool`'s parameters less the required names `dropped`, built once: building one
+    compiles the schema, which costs more than a step's own call. The tool is kept with its check, so a key's
+    id cannot come back for another tool while the check is kept."""
+    key = (id(tool), dropped)
+    kept = _checks.get(key)
+    if kept is not None and kept[0] is tool:
+        return kept[1]
+    check = ArgumentCheck(tool.name, schema)
+    if len(_checks) >= MOST_CHECKS:
+        del _checks[next(iter(_checks))]
+    _checks[key] = (tool, check)
+    return check
