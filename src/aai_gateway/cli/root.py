@@ -456,10 +456,15 @@ def validate(ctx: click.Context, paths_: tuple[Path, ...], as_json: bool) -> Non
     """Check descriptor files (or folders of <appId>/aai.json); exit 1 if any is invalid."""
     settings = settings_of(ctx) if ctx.obj.get("config") else None
     limit = settings.max_descriptor_bytes if settings else DEFAULT_MAX_BYTES
-    results = [with_script_checks(load(f, max_bytes=limit)) for p in paths_ for f in _descriptor_files(p)]
+    files = [f for p in paths_ for f in _descriptor_files(p)]
+    flows = {f: read_workflow(f) for f in files if is_workflow_file(f)}  # checked as workflows, not descriptors
+    results = [with_script_checks(load(f, max_bytes=limit)) for f in files if f not in flows]
     if as_json:
-        click.echo(json.dumps([_loaded_json(r) for r in results], ensure_ascii=False, indent=2))
+        found = [_loaded_json(r) for r in results] + [checked_json(f, w) for f, w in flows.items()]
+        click.echo(json.dumps(found, ensure_ascii=False, indent=2))
     else:
+        for file, flow in flows.items():
+            click.echo(checked_text(file, flow))
         for result in results:
             if result.descriptor is not None:
                 app = result.descriptor
@@ -468,9 +473,9 @@ def validate(ctx: click.Context, paths_: tuple[Path, ...], as_json: bool) -> Non
                 click.echo(f"ok  {result.source}: {app.app_id} ({app.shape}, {', '.join(app.bindings)}; {tools})")
             for problem in result.problems:
                 click.echo(f"{'!! ' if problem.severity == 'error' else '?  '}{problem}")
-        bad = sum(1 for r in results if not r.ok)
-        click.echo(f"\n{len(results) - bad} valid, {bad} invalid")
-    sys.exit(1 if any(not r.ok for r in results) else 0)
+        bad = sum(1 for r in results if not r.ok) + sum(1 for w in flows.values() if isinstance(w, list))
+        click.echo(f"\n{len(results) + len(flows) - bad} valid, {bad} invalid")
+    sys.exit(1 if any(not r.ok for r in results) or any(isinstance(w, list) for w in flows.values()) else 0)
 
 
 def _loaded_json(result: Loaded) -> dict[str, Any]:
@@ -927,6 +932,8 @@ from aai_gateway.cli.importing import import_servers  # noqa: E402
 from aai_gateway.cli.library import install, library  # noqa: E402 (commands kept in their own module)
 from aai_gateway.cli.stats import stats  # noqa: E402 - a command group of its own
 from aai_gateway.cli.updates import outdated, update  # noqa: E402
+from aai_gateway.cli.workflows import checked_json, checked_text, is_workflow_file, workflow  # noqa: E402
+from aai_gateway.workflows.saved import read as read_workflow  # noqa: E402
 
 consent.add_command(allow_server)
 main.add_command(history)
@@ -936,3 +943,4 @@ main.add_command(library)
 main.add_command(install)
 main.add_command(outdated)
 main.add_command(update)
+main.add_command(workflow)
