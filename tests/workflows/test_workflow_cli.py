@@ -4,6 +4,7 @@ installed command; runs call the echo test app on a private session bus."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,21 @@ def test_validate_says_what_is_wrong_with_a_bad_file_and_where(
     assert said in checked.stdout
     assert "0 valid, 1 invalid" in checked.stdout
     assert len(checked.stdout) < 10_000
+
+
+@pytest.mark.hostile("validation")
+def test_a_fifo_among_the_workflows_is_reported_not_waited_on(tmp_path: Path) -> None:
+    folder = workflows_home(tmp_path / "home", {"echo-twice": ECHO_TWICE})
+    os.mkfifo(folder / "pipe.json")
+    env = {"HOME": str(tmp_path / "home"), "AAI_PLATFORM": "linux", "PATH": "/usr/bin:/bin"}
+    checked = cli(env, "workflow", "validate")
+    assert checked.returncode == 1
+    assert f"!! {folder / 'pipe.json'}: is not a regular file" in checked.stdout
+    listed = cli(env, "workflow", "list")
+    assert listed.returncode == 0
+    assert "echo-twice  Echo and add" in listed.stdout
+    assert f"!! {folder / 'pipe.json'}: is not a regular file" in listed.stdout
+    assert cli(env, "validate", str(folder)).returncode == 1
 
 
 def test_validate_path_checks_a_workflow_file_as_a_workflow(tmp_path: Path) -> None:

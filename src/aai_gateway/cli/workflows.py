@@ -168,11 +168,13 @@ def checked_json(path: Path, found: Saved | list[Problem]) -> dict[str, Any]:
 
 def is_workflow_file(path: Path) -> bool:
     """A `.json` in a folder named `workflows`, or a JSON object with `steps` and no `tools`."""
-    if path.suffix != ".json" or path.is_dir():
+    if path.suffix != ".json":
         return False
-    if path.parent.name == "workflows":
-        return True
     try:
+        if not path.is_file():  # a folder, a FIFO or a device is no workflow, and is never opened here
+            return False
+        if path.parent.name == "workflows":
+            return True
         with path.open("rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
         doc = json.loads(data) if len(data) <= MAX_FILE_BYTES else None
