@@ -15,11 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from aai_gateway import __version__, logs, paths
-from aai_gateway.cli.common import (
-    fail,
-    result_text,
-    settings_of,
-)
+from aai_gateway.cli.common import CLI_CALLER, fail, on_gateway, result_text, settings_of
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_document, load
@@ -27,7 +23,7 @@ from aai_gateway.discovery import Scan, scan
 from aai_gateway.errors import AaiError
 from aai_gateway.executors.script_checks import with_script_checks
 from aai_gateway.history import HistoryUnavailable
-from aai_gateway.service import Caller, Gateway
+from aai_gateway.service import Gateway
 
 if TYPE_CHECKING:
     from aai_gateway.auth.oauth import AuthStatus
@@ -506,16 +502,8 @@ def apps(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def guide(ctx: click.Context, app: str) -> None:
     """Print an app's operation guide, as agents see it."""
-    gateway = Gateway(settings_of(ctx))
-
-    async def run() -> str:
-        try:
-            return await gateway.guide_live(app)  # an MCP server's app lists the server's tools
-        finally:
-            await gateway.aclose()
-
-    try:
-        click.echo(asyncio.run(run()), nl=False)
+    try:  # an MCP server's app lists the server's tools
+        click.echo(on_gateway(settings_of(ctx), lambda gateway: gateway.guide_live(app)), nl=False)
     except AaiError as exc:
         fail(str(exc), 1)
 
@@ -538,16 +526,8 @@ def call(ctx: click.Context, app: str, tool: str, args: str, as_json: bool) -> N
         parsed = json.loads(args)
     except json.JSONDecodeError as exc:
         fail(f"ARGS must be a JSON object: {exc.msg} at column {exc.colno}")
-    gateway = Gateway(settings)
-
-    async def run() -> Any:
-        try:
-            return await gateway.call(app, tool, parsed, Caller(name="cli", transport="cli"))
-        finally:
-            await gateway.aclose()
-
     try:
-        result = asyncio.run(run())
+        result = on_gateway(settings, lambda gateway: gateway.call(app, tool, parsed, CLI_CALLER))
     except AaiError as exc:
         fail(f"{exc} [{exc.code} {exc.type}]", 1)
     click.echo(result_text(result, app, tool, as_json=as_json))

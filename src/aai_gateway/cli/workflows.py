@@ -3,7 +3,6 @@ and the check `validate PATH` makes of a workflow file."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Iterable, Mapping
@@ -13,8 +12,7 @@ from typing import Any
 import click
 
 from aai_gateway import logs
-from aai_gateway.calls import Caller
-from aai_gateway.cli.common import fail, result_text, settings_of, terminal_safe
+from aai_gateway.cli.common import CLI_CALLER, fail, on_gateway, result_text, settings_of, terminal_safe
 from aai_gateway.errors import AaiError
 from aai_gateway.problems import Problem
 from aai_gateway.service import Gateway
@@ -66,23 +64,18 @@ def run(ctx: click.Context, workflow_id: str, args: tuple[str, ...], as_json: bo
     logs.configure(
         settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning"
     )
-    gateway = Gateway(settings)
-    saved = gateway.shelf.get(workflow_id)
-    try:
+
+    async def run_it(gateway: Gateway) -> Any:
+        saved = gateway.shelf.get(workflow_id)
         given = _arguments(args, saved.inputs if saved is not None else {})
-    except ValueError as exc:
-        fail(f"ARGS: {exc}")
-
-    async def go() -> Any:
-        try:
-            return await gateway.run_workflow(workflow_id, given, Caller(name="cli", transport="cli"))
-        finally:
-            await gateway.aclose()
+        return await gateway.run_workflow(workflow_id, given, CLI_CALLER)
 
     try:
-        report = asyncio.run(go())
+        report = on_gateway(settings, run_it)
+    except BadArgs as exc:
+        fail(f"ARGS: {exc}")
     except AaiError as exc:
-        fail(f"{terminal_safe(str(exc))} [{exc.code} {exc.type}]", 1)
+        fail("\n".join(terminal_safe(line) for line in f"{exc} [{exc.code} {exc.type}]".splitlines()), 1)
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
@@ -94,7 +87,18 @@ def run(ctx: click.Context, workflow_id: str, args: tuple[str, ...], as_json: bo
     click.echo(result_text(output, "workflow", workflow_id, as_json=False))
 
 
+class BadArgs(ValueError):
+    """ARGS that are no JSON object and no key=value pairs, or a value not of its input's type."""
+
+
 def _arguments(args: tuple[str, ...], schema: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        return _parsed(args, schema)
+    except ValueError as exc:
+        raise BadArgs(str(exc)) from None
+
+
+def _parsed(args: tuple[str, ...], schema: Mapping[str, Any]) -> dict[str, Any]:
     if len(args) == 1 and args[0].lstrip().startswith("{"):
         value = inputs.parse_json(args[0])
         if not isinstance(value, dict):
