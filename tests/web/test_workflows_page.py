@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from aai_gateway.web import UI_PATH
-from tests.web.ui_support import HOSTILE, ORIGIN, Ui, make_ui
+from tests.web.ui_support import HOSTILE, ORIGIN, XSS_APP, Ui, make_ui
 from tests.workflows.common import ECHO_TWICE
 
 
@@ -28,6 +28,8 @@ def ui(tmp_path: Path) -> Iterator[Ui]:
     }
     (folder / "evil.json").write_text(json.dumps(hostile))
     (folder / "broken.json").write_text(json.dumps({"name": HOSTILE, "steps": []}))
+    asks = {"name": "Asks", "steps": [{"id": "a", "app": XSS_APP, "tool": "echo", "args": {"text": "x"}}]}
+    (folder / "asks.json").write_text(json.dumps(asks))
     yield from make_ui(tmp_path)
 
 
@@ -75,3 +77,17 @@ def test_a_post_without_the_csrf_token_or_from_elsewhere_is_refused(ui: Ui) -> N
         f"{UI_PATH}/workflows/run", data=form | {"csrf": csrf}, headers={"origin": "http://evil.example"}
     )
     assert foreign.status_code == 403
+
+
+def test_a_step_not_allowed_yet_waits_on_the_consent_page(ui: Ui) -> None:
+    csrf = ui.login()
+    answer = ui.client.post(
+        f"{UI_PATH}/workflows/run", data={"workflow": "asks", "csrf": csrf}, headers={"origin": ORIGIN}
+    )
+    assert answer.status_code == 400
+    text = unescape(answer.text)
+    assert "asks failed: CONSENT_REQUIRED" in text
+    assert f'href="{UI_PATH}/consent"' in text
+    pending = [(p.caller, p.app, p.tool) for p in ui.gateway.consent.store.pending()]
+    assert ("ui", XSS_APP, "echo") in pending
+    assert ui.gateway.history.query(app=XSS_APP, caller="ui") == []
