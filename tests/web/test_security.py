@@ -20,6 +20,7 @@ PAGES = [
     "/settings",
     "/consent",
     "/insights",
+    "/workflows",
 ]
 
 

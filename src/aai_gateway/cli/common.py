@@ -2,23 +2,49 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from aai_gateway import paths
+from aai_gateway.calls import Caller
 from aai_gateway.config import Settings, load_settings
 from aai_gateway.errors import ConfigError
 from aai_gateway.history import HISTORY_FILE, STATUSES, HistoryStore, read_time
+
+if TYPE_CHECKING:
+    from aai_gateway.service import Gateway
+
+T = TypeVar("T")
+
+CLI_CALLER = Caller(name="cli", transport="cli")
+"""You at your own terminal: never asked for consent, refused only by a rule or a stored decision."""
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
     click.echo(f"aai-gateway: {message}", err=True)
     sys.exit(code)
+
+
+def on_gateway(settings: Settings, work: Callable[[Gateway], Awaitable[T]]) -> T:
+    """`work` done on a gateway of `settings`, which is closed after it (its MCP servers stopped) however
+    it ended; its errors are the caller's to report."""
+    from aai_gateway.service import Gateway
+
+    gateway = Gateway(settings)
+
+    async def run() -> T:
+        try:
+            return await work(gateway)
+        finally:
+            await gateway.aclose()
+
+    return asyncio.run(run())
 
 
 def settings_of(ctx: click.Context) -> Settings:

@@ -15,11 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from aai_gateway import __version__, logs, paths
-from aai_gateway.cli.common import (
-    fail,
-    result_text,
-    settings_of,
-)
+from aai_gateway.cli.common import CLI_CALLER, fail, on_gateway, result_text, settings_of
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_document, load
@@ -27,7 +23,7 @@ from aai_gateway.discovery import Scan, scan
 from aai_gateway.errors import AaiError
 from aai_gateway.executors.script_checks import with_script_checks
 from aai_gateway.history import HistoryUnavailable
-from aai_gateway.service import Caller, Gateway
+from aai_gateway.service import Gateway
 
 if TYPE_CHECKING:
     from aai_gateway.auth.oauth import AuthStatus
@@ -456,10 +452,15 @@ def validate(ctx: click.Context, paths_: tuple[Path, ...], as_json: bool) -> Non
     """Check descriptor files (or folders of <appId>/aai.json); exit 1 if any is invalid."""
     settings = settings_of(ctx) if ctx.obj.get("config") else None
     limit = settings.max_descriptor_bytes if settings else DEFAULT_MAX_BYTES
-    results = [with_script_checks(load(f, max_bytes=limit)) for p in paths_ for f in _descriptor_files(p)]
+    files = [f for p in paths_ for f in _descriptor_files(p)]
+    flows = {f: read_workflow(f) for f in files if is_workflow_file(f)}  # checked as workflows, not descriptors
+    results = [with_script_checks(load(f, max_bytes=limit)) for f in files if f not in flows]
     if as_json:
-        click.echo(json.dumps([_loaded_json(r) for r in results], ensure_ascii=False, indent=2))
+        found = [_loaded_json(r) for r in results] + [checked_json(f, w) for f, w in flows.items()]
+        click.echo(json.dumps(found, ensure_ascii=False, indent=2))
     else:
+        for file, flow in flows.items():
+            click.echo(checked_text(file, flow))
         for result in results:
             if result.descriptor is not None:
                 app = result.descriptor
@@ -468,9 +469,9 @@ def validate(ctx: click.Context, paths_: tuple[Path, ...], as_json: bool) -> Non
                 click.echo(f"ok  {result.source}: {app.app_id} ({app.shape}, {', '.join(app.bindings)}; {tools})")
             for problem in result.problems:
                 click.echo(f"{'!! ' if problem.severity == 'error' else '?  '}{problem}")
-        bad = sum(1 for r in results if not r.ok)
-        click.echo(f"\n{len(results) - bad} valid, {bad} invalid")
-    sys.exit(1 if any(not r.ok for r in results) else 0)
+        bad = sum(1 for r in results if not r.ok) + sum(1 for w in flows.values() if isinstance(w, list))
+        click.echo(f"\n{len(results) + len(flows) - bad} valid, {bad} invalid")
+    sys.exit(1 if any(not r.ok for r in results) or any(isinstance(w, list) for w in flows.values()) else 0)
 
 
 def _loaded_json(result: Loaded) -> dict[str, Any]:
@@ -501,16 +502,8 @@ def apps(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def guide(ctx: click.Context, app: str) -> None:
     """Print an app's operation guide, as agents see it."""
-    gateway = Gateway(settings_of(ctx))
-
-    async def run() -> str:
-        try:
-            return await gateway.guide_live(app)  # an MCP server's app lists the server's tools
-        finally:
-            await gateway.aclose()
-
-    try:
-        click.echo(asyncio.run(run()), nl=False)
+    try:  # an MCP server's app lists the server's tools
+        click.echo(on_gateway(settings_of(ctx), lambda gateway: gateway.guide_live(app)), nl=False)
     except AaiError as exc:
         fail(str(exc), 1)
 
@@ -533,16 +526,8 @@ def call(ctx: click.Context, app: str, tool: str, args: str, as_json: bool) -> N
         parsed = json.loads(args)
     except json.JSONDecodeError as exc:
         fail(f"ARGS must be a JSON object: {exc.msg} at column {exc.colno}")
-    gateway = Gateway(settings)
-
-    async def run() -> Any:
-        try:
-            return await gateway.call(app, tool, parsed, Caller(name="cli", transport="cli"))
-        finally:
-            await gateway.aclose()
-
     try:
-        result = asyncio.run(run())
+        result = on_gateway(settings, lambda gateway: gateway.call(app, tool, parsed, CLI_CALLER))
     except AaiError as exc:
         fail(f"{exc} [{exc.code} {exc.type}]", 1)
     click.echo(result_text(result, app, tool, as_json=as_json))
@@ -927,6 +912,8 @@ from aai_gateway.cli.importing import import_servers  # noqa: E402
 from aai_gateway.cli.library import install, library  # noqa: E402 (commands kept in their own module)
 from aai_gateway.cli.stats import stats  # noqa: E402 - a command group of its own
 from aai_gateway.cli.updates import outdated, update  # noqa: E402
+from aai_gateway.cli.workflows import checked_json, checked_text, is_workflow_file, workflow  # noqa: E402
+from aai_gateway.workflows.saved import read as read_workflow  # noqa: E402
 
 consent.add_command(allow_server)
 main.add_command(history)
@@ -936,3 +923,4 @@ main.add_command(library)
 main.add_command(install)
 main.add_command(outdated)
 main.add_command(update)
+main.add_command(workflow)

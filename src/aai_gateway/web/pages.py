@@ -29,6 +29,7 @@ from aai_gateway.service import Gateway
 from aai_gateway.web.insights import RANGE_TITLES, choose, insights_context
 from aai_gateway.web.library import LibraryPages
 from aai_gateway.web.security import COOKIE, CSRF_FIELD, Access
+from aai_gateway.web.workflows import WorkflowPages
 
 if TYPE_CHECKING:
     from aai_gateway.library.entries import Catalog
@@ -56,6 +57,7 @@ class Pages:
         self.env = env
         self.rescan_apps = rescan
         self.library = LibraryPages(self)
+        self.workflows = WorkflowPages(self)
 
     def render(self, request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
         page = self.env.get_template(template).render(

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -79,10 +80,11 @@ def read(path: Path) -> Saved | list[Problem]:
     if not WORKFLOW_ID.fullmatch(stem):
         return [Problem(source, "", f"'{stem}' is no workflow id: use lowercase letters, digits, ., _ and -")]
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+        data = _bounded_read(path)
     except OSError as exc:
         return [Problem(source, "", f"cannot be read: {exc.strerror or exc}")]
+    if data is None:
+        return [Problem(source, "", "is not a regular file")]
     if len(data) > MAX_FILE_BYTES:
         return [Problem(source, "", f"is larger than {MAX_FILE_BYTES:,} bytes")]
     try:
@@ -90,6 +92,15 @@ def read(path: Path) -> Saved | list[Problem]:
     except (ValueError, RecursionError) as exc:
         return [Problem(source, "", f"is not JSON: {exc}")]
     return checked(doc, stem, path)
+
+
+def _bounded_read(path: Path) -> bytes | None:
+    """At most MAX_FILE_BYTES + 1 bytes of `path`; None when it is no regular file (a FIFO would block)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        return handle.read(MAX_FILE_BYTES + 1)
 
 
 def checked(doc: Any, workflow_id: str, path: Path) -> Saved | list[Problem]:
