@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from aai_gateway.calls import Caller, Calls, Unsuccessful
+from aai_gateway.errors import AutomationFailed
 from aai_gateway.text import printable
 from aai_gateway.workflows.checks import targets
 from aai_gateway.workflows.consent import agree
@@ -41,7 +42,7 @@ async def run_checked(
         steps_caller = replace(caller, ask=ask, parent=run_id)
         report = await Run(plan, calls, steps_caller, undos=found.declared).go()
         if report.status != "ok":
-            raise Unsuccessful(text(report)[:2000], report)
+            raise Unsuccessful(AutomationFailed(text(report)[:2000]), report)
         return report
 
     recorded = {"steps": len(plan.steps), "inputs": dict(plan.inputs)}
