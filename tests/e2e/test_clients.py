@@ -95,6 +95,7 @@ async def check_a_client_session(session: ClientSession) -> None:
         "aai_exec",
         "aai_batch",
         "aai_run",
+        "aai_wait",
         "web_discover",
         "app_dev_aai_echo",
         "app_dev_aai_notes",
@@ -167,7 +168,7 @@ async def test_an_unknown_tool_name_is_a_protocol_error(bus: Bus, tmp_path: Path
     assert raised.value.error.code == -32602
     assert raised.value.error.data == {"type": "TOOL_NOT_FOUND", "detail": raised.value.error.data["detail"]}
     assert (
-        "app_<appId>, aai_search, aai_install, aai_exec, aai_batch, aai_run, web_discover" in raised.value.error.message
+        "app_<appId>, aai_search, aai_install, aai_exec, aai_batch, aai_run, aai_wait, web_discover" in raised.value.error.message
     )
 
 
@@ -227,6 +228,7 @@ async def test_every_text_names_tools_as_they_are_listed(bus: Bus, echo_app: Non
             "aai:exec",
             "aai:batch",
             "aai:run",
+            "aai:wait",
             "web:discover",
             "app:dev.aai.echo",
             "app:dev.aai.notes",
@@ -261,6 +263,7 @@ def inspector_checks(target: list[str], env: dict[str, str]) -> None:
         "aai_exec",
         "aai_batch",
         "aai_run",
+        "aai_wait",
         "web_discover",
         "app_dev_aai_echo",
         "app_dev_aai_notes",
@@ -307,6 +310,7 @@ async def test_tools_are_listed_in_the_same_order_every_time(bus: Bus, tmp_path:
         "aai_exec",
         "aai_batch",
         "aai_run",
+        "aai_wait",
         "web_discover",
         "app_com_alpha_app",
         "app_net_mid-dle_app",

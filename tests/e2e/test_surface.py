@@ -95,6 +95,7 @@ async def test_strict_names_are_listed_and_both_spellings_are_called(
             "aai_exec",
             "aai_batch",
             "aai_run",
+            "aai_wait",
             "web_discover",
             "app_dev_aai_echo",
         ]

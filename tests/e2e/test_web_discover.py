@@ -188,7 +188,7 @@ async def test_discover_returns_the_guide_caches_it_and_exec_reaches_the_app(
         assert meta["fetched_at"].endswith("Z")
 
         names = [t.name for t in (await client.list_tools()).tools]
-        assert names == ["aai_search", "aai_install", "aai_exec", "aai_batch", "aai_run", "web_discover"], (
+        assert names == ["aai_search", "aai_install", "aai_exec", "aai_batch", "aai_run", "aai_wait", "web_discover"], (
             "web apps are fetched lazily, not listed"
         )
         assert text_of(await client.call_tool(f"app:{APP_ID}", {})) == guide

@@ -52,6 +52,7 @@ async def test_search_finds_installed_and_library_operations_with_their_paramete
             "aai_exec",
             "aai_batch",
             "aai_run",
+            "aai_wait",
             "web_discover",
             "app_dev_aai_echo",
         ]

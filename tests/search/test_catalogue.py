@@ -17,7 +17,7 @@ from tests.support import TEST_APPS, Bus, install_descriptor
 
 pytestmark = pytest.mark.anyio
 
-FIXED = ["aai_search", "aai_install", "aai_exec", "aai_batch", "aai_run", "web_discover"]
+FIXED = ["aai_search", "aai_install", "aai_exec", "aai_batch", "aai_run", "aai_wait", "web_discover"]
 
 
 def crowded_home(tmp_path: Path, servers: int = 4, leave_out: str = "", **config: Any) -> Path:

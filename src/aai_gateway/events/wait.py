@@ -24,13 +24,15 @@ PROGRESS_EVERY = 5.0
 """Seconds between progress notifications while a wait goes on (when the client asked for them)."""
 WAIT_PREFIX = "(wait) "
 
+ANY_JSON: dict[str, Any] = {"anyOf": [{"type": t} for t in ("object", "array", "string", "number", "boolean", "null")]}
+"""Any JSON value, said with a keyword (clients warn of a schema that says nothing)."""
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "app": {"type": "string"},
         "event": {"type": "string"},
         "timedOut": {"type": "boolean", "description": "True when nothing came within the timeout"},
-        "payload": {"description": "What the app announced, as the guide describes the event"},
+        "payload": {**ANY_JSON, "description": "What the app announced, as the guide describes the event"},
         "at": {"type": "string", "description": "When the gateway noticed it (ISO 8601, UTC)"},
         "dropped": {"type": "integer", "description": "Occurrences dropped while they came faster than read"},
     },
