@@ -12,13 +12,13 @@ from aai_gateway.descriptor.validate import check_document
 from tests.descriptor.test_undo import MPV, doc_of, dunst, single, validate
 from tests.library.library_gateway import LIBRARY
 
-CLOSED = {
+CLOSED: dict[str, Any] = {
     "name": "closed",
     "description": "A window closed.",
     "dbus": {"interface": "org.example.Windows", "member": "Closed", "fields": ["id", "reason"]},
     "when": "reason == `2`",
 }
-POLLED = {
+POLLED: dict[str, Any] = {
     "name": "louder",
     "description": "The volume went above a half.",
     "poll": {"tool": "volume", "every": 2},

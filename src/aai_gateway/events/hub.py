@@ -5,29 +5,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from aai_gateway.calls import Caller, Calls
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.model import Event
 from aai_gateway.events import polls, signals
 from aai_gateway.events.occurrence import Occurrence, now, shaped
+from aai_gateway.events.source import Source
 from aai_gateway.events.subscription import Subscription
 
 log = logging.getLogger(__name__)
 
 
-class Source(Protocol):
-    """What notices an event and hands each raw payload to its `Fanout`."""
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-
-SourceFactory = Callable[[Calls, Descriptor, Event, "Fanout", Caller], Source]
-
-SOURCES: dict[str, SourceFactory] = {"dbus": signals.SignalSource, "poll": polls.PollSource}
+SOURCES: dict[str, type[Source]] = {"dbus": signals.SignalSource, "poll": polls.PollSource}
 """One line per kind of source: the key an event names it by in the descriptor."""
 
 

@@ -14,27 +14,22 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from aai_gateway import expressions
 from aai_gateway.calls import Caller, Calls
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.model import Event
 from aai_gateway.errors import AaiError
 from aai_gateway.events.occurrence import shaped
+from aai_gateway.events.source import Source
 
 if TYPE_CHECKING:
     from aai_gateway.events.hub import Fanout
 
 log = logging.getLogger(__name__)
 
-_UNSET = object()
 
-
-class PollSource:
+class PollSource(Source):
     def __init__(self, calls: Calls, app: Descriptor, event: Event, fanout: Fanout, caller: Caller) -> None:
-        self.calls = calls
-        self.app = app
-        self.event = event
-        self.fanout = fanout
+        super().__init__(calls, app, event, fanout, caller)
         self.caller = replace(caller, step=f"poll for {event.name}")
         self.later = replace(self.caller, ask=None, relay=None)
         """The caller of the polls after the first: the request that started the source may be over by then."""
@@ -42,7 +37,6 @@ class PollSource:
         args = event.source.get("args")
         self.args: dict[str, Any] = dict(args) if isinstance(args, dict) else {}
         self.every = max(1.0, float(event.source.get("every") or 1))
-        self.when = expressions.compiled(event.when, f"{app.app_id} event {event.name} when") if event.when else None
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:

@@ -11,12 +11,12 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from aai_gateway import expressions
 from aai_gateway.calls import Caller, Calls
 from aai_gateway.descriptor import Descriptor, instances
 from aai_gateway.descriptor.model import Event
 from aai_gateway.errors import AutomationFailed, AutomationNotSupported
 from aai_gateway.events.occurrence import MAX_PAYLOAD
+from aai_gateway.events.source import Source
 
 if TYPE_CHECKING:
     from dbus_fast import Message
@@ -55,16 +55,12 @@ def _quoted(value: str) -> str:
     return value.replace("'", "'\\''")
 
 
-class SignalSource:
+class SignalSource(Source):
     def __init__(self, calls: Calls, app: Descriptor, event: Event, fanout: Fanout, caller: Caller) -> None:
-        self.calls = calls
-        self.app = app
-        self.event = event
-        self.fanout = fanout
+        super().__init__(calls, app, event, fanout, caller)
         self.kind, self.rule, self.parts = rule_of(app, event)
         fields = event.source.get("fields")
         self.fields: list[str] | None = [str(f) for f in fields] if isinstance(fields, list) else None
-        self.when = expressions.compiled(event.when, f"{app.app_id} event {event.name} when") if event.when else None
         self._bus: MessageBus | None = None
 
     async def start(self) -> None:
