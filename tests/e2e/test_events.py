@@ -5,6 +5,7 @@ bus; the gateway is the installed `aai-gateway --mcp`, driven by the MCP SDK cli
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from mcp import ClientSession
 from aai_gateway.executors.dbus import patient
 from tests.e2e.mcp_client import error_of, stdio_session, text_of
 from tests.library.waiting import waiting
-from tests.support import TEST_APPS, Bus, install_descriptor, wait_until
+from tests.support import TEST_APPS, Bus, gateway_command, install_descriptor, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -207,7 +208,32 @@ async def test_unknown_event_and_bad_timeout_say_what_is_wrong(bus: Bus, emitter
             ({"event": "tick", "timeout": 0}, "INVALID_PARAMS", "above 0"),
             ({"event": "tick"}, "INVALID_PARAMS", "'timeout' as a number of seconds"),
         ]
-        for arguments, kind, said in cases:
-            error = await error_of(session, "aai_wait", {"app": APP, **arguments})
+        for (arguments, kind, said), name in zip(cases, ["aai_wait", "aai:wait"] * 2, strict=True):
+            error = await error_of(session, name, {"app": APP, **arguments})
             assert isinstance(error.data, dict)
             assert (error.data["type"], said in error.data["detail"]) == (kind, True), error.data
+
+
+async def test_waiting_asks_consent_as_a_read_of_the_app(bus: Bus, emitter: MessageBus, tmp_path: Path) -> None:
+    """A client that cannot be asked gets CONSENT_REQUIRED naming the wait; once the user allows the app's reads,
+    the wait runs, and the history records it as the tool '(wait) tick'."""
+    env = home_with_storm(bus, tmp_path)
+    arguments = {"app": APP, "event": "tick", "timeout": 1}
+    async with stdio_session(env, tmp_path / "stderr.log", consent=None) as session:
+        error = await error_of(session, "aai_wait", arguments)
+        assert isinstance(error.data, dict)
+        assert error.data["type"] == "CONSENT_REQUIRED"
+        assert "(wait) tick" in error.data["detail"]
+    config = {"consent": {"rules": [{"app": APP, "decision": "allow"}]}}
+    (Path(env["HOME"]) / ".aai" / "config.json").write_text(json.dumps(config))
+    async with stdio_session(env, tmp_path / "stderr.log", consent=None) as session:
+        result = await session.call_tool("aai_wait", arguments)
+        assert result.structured_content == {"app": APP, "event": "tick", "timedOut": True}
+        assert text_of(result) == f"No tick event from {APP} came within the timeout."
+    listed = subprocess.run(
+        [gateway_command(), "history", "--app", APP, "--json"], env=env, capture_output=True, text=True, check=True
+    )
+    assert [(r["tool"], r["status"]) for r in json.loads(listed.stdout)] == [
+        ("(wait) tick", "ok"),
+        ("(wait) tick", "error"),
+    ]
