@@ -458,4 +458,10 @@ async def test_waits_for_mpv_to_change_track(library_bus: Bus, mpv: Mpv, tracks:
         async with waiting(session, app=APP, event="track_changed", filter="title == 'none such'", timeout=2) as wait:
             mpv.command("loadfile", str(tracks[0]))
         assert await wait.answer() == {"app": APP, "event": "track_changed", "timedOut": True}
+
+        mpv.command("set_property", "pause", False)
+        wait_until(lambda: mpv.property("pause") is False, 5, "mpv to play")
+        async with waiting(session, app=APP, event="playback_changed", filter="status == 'Paused'", timeout=60) as wait:
+            mpv.command("set_property", "pause", True)
+        assert (await wait.answer())["payload"] == {"status": "Paused"}
     mpv.command("stop")
