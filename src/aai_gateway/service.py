@@ -32,6 +32,7 @@ from aai_gateway.workflows.run import text as plan_text
 from aai_gateway.workflows.saved import Shelf
 
 if TYPE_CHECKING:
+    from aai_gateway.events import Events
     from aai_gateway.search.finder import Finder
     from aai_gateway.telemetry.otel import Telemetry
 
@@ -191,6 +192,20 @@ class Gateway:
                 text += f"\nNot saved: {saved['why']}."
         return text, answer, report.status != "ok"
 
+    async def wait(self, arguments: Mapping[str, Any], caller: Caller) -> tuple[str, dict[str, Any]]:
+        """aai:wait: the first matching occurrence of an app's event, or word that none came in time."""
+        from aai_gateway.events import wait  # noqa: PLC0415 (events load with the first wait)
+
+        answer = await wait.wait(self.events, self.calls, arguments, caller, self.spelling.wait)
+        return wait.text(answer), answer
+
+    @cached_property
+    def events(self) -> Events:
+        """The event sources, shared by every waiter."""
+        from aai_gateway.events import Events  # noqa: PLC0415
+
+        return Events(self.calls)
+
     async def search(self, query: Any, limit: Any = None) -> tuple[str, dict[str, Any]]:
         """aai:search: the operations that best fit `query`, as text for the model and as structured content."""
         from aai_gateway.search import results  # noqa: PLC0415 (search loads at the first search)
@@ -246,6 +261,8 @@ class Gateway:
         )
 
     async def aclose(self) -> None:
+        if "events" in self.__dict__:
+            await self.events.aclose()
         await self.servers.aclose()
         await self.history.aclose()
         await self.calls.aclose()
