@@ -56,7 +56,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, InvalidStateError
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
@@ -72,7 +72,7 @@ from aai_gateway.processes import alive
 log = logging.getLogger(__name__)
 
 HISTORY_FILE = "history.db"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 PURGE_EVERY = 3600.0
 MAX_BATCH = 1000
 EXPORT_BATCH = 500
@@ -112,7 +112,7 @@ SCHEMA = (
     "CREATE INDEX calls_app_time ON calls (app, time)",
     "CREATE INDEX calls_caller_time ON calls (caller, time)",
 )
-MIGRATIONS: dict[int, tuple[str, ...]] = {
+MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = {
     # 1 -> 2: the consent question a call asked; the hourly counts, indexes and triggers `stats` reads.
     2: ("ALTER TABLE calls ADD COLUMN consent TEXT", *stats.SCHEMA),
     # 2 -> 3: the run a call is a step or an undo of, and the step's label (see history/runs.py).
@@ -121,6 +121,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE calls ADD COLUMN step TEXT",
         *runs.SCHEMA,
     ),
+    # 3 -> 4: duration sketches and consent counts per hour, for the two indexes they replace (see
+    # history/stats.py), made for the calls already counted.
+    4: (*stats.SKETCHES, stats.backfill),
 }
 """The statements that bring a history of the version before each key to that version."""
 
@@ -752,8 +755,11 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
                 conn.execute(statement)
             version = 1
         for step in range(version + 1, SCHEMA_VERSION + 1):
-            for statement in MIGRATIONS[step]:
-                conn.execute(statement)
+            for change in MIGRATIONS[step]:
+                if callable(change):
+                    change(conn)
+                else:
+                    conn.execute(change)
         if version != SCHEMA_VERSION:
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
