@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from aai_gateway.history import HistoryStore, Record, rows
+from aai_gateway.history import HistoryStore, Record, reader, rows, writer
 from aai_gateway.history import store as store_module
 from aai_gateway.history.export import lines
 from aai_gateway.history.record import iso
@@ -306,7 +306,7 @@ def replace_consent(record: Record) -> Record:
 
 
 def test_export_streams_every_record_in_order_in_batches(store: HistoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_module, "EXPORT_BATCH", 3)
+    monkeypatch.setattr(reader, "EXPORT_BATCH", 3)
     records = known()
     write(store, records)
     assert [r.call_id for r in store.export()] == [r.call_id for r in records]
@@ -331,7 +331,7 @@ def test_csv_has_a_header_and_no_formula_a_spreadsheet_would_run(store: HistoryS
 def test_the_writer_brings_the_hourly_counts_up_to_date_as_calls_are_recorded(
     store: HistoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "CHECKPOINT_EVERY", 5)
+    monkeypatch.setattr(writer, "CHECKPOINT_EVERY", 5)
     records = random_history(11, 40)
     write(store, records[:12])  # by the writer thread: counted once 5 are waiting
 
