@@ -137,7 +137,7 @@ class Rows(list[tuple[object, ...]]):
 
 
 KINDS = (
-    ("FROM call_durations", "durations: hourly sketches"),
+    ("FROM call_durations", "durations: hourly and daily sketches"),
     ("duration_ms FROM calls", "durations: partial hours, not counted"),
     ("FROM call_consent", "consent questions: hourly counts"),
     ("consent IS NOT NULL", "consent questions: from the calls"),

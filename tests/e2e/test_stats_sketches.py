@@ -6,13 +6,13 @@ the hourly tables that replace the two indexes schema 3 kept on every call."""
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from aai_gateway.history.sketch import exact
 from tests.support import ROOT, gateway_command
 
 pytestmark = pytest.mark.e2e
@@ -25,11 +25,6 @@ def stats(home: Path, *args: str) -> str:
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout
-
-
-def nearest_rank(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
 def test_stats_reads_an_older_history_with_sketches_made_for_it(tmp_path: Path) -> None:
@@ -46,7 +41,7 @@ def test_stats_reads_an_older_history_with_sketches_made_for_it(tmp_path: Path) 
     for key, values in ((("dev.aai.echo", "echo"), echo), (None, durations)):
         figures = found["durations"] if key is None else tools[key]
         for name, fraction in (("p50Ms", 0.5), ("p95Ms", 0.95), ("p99Ms", 0.99)):
-            assert figures[name] == pytest.approx(nearest_rank(values, fraction), rel=0.01), (key, name)
+            assert figures[name] == pytest.approx(exact(values, fraction)[0], rel=0.01), (key, name)
     assert found["consent"] == {"asked": 2, "answered": 2, "outcomes": {"once": 1, "tool": 1}}
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone() == (4,)

@@ -25,6 +25,13 @@ V3_DUMP = Path(__file__).with_name("history_v3.sql")
 T0 = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)
 
 
+def load(dump: Path, path: Path) -> None:
+    """A history as an older aai-gateway left it, from its dump."""
+    with sqlite3.connect(path) as conn:
+        conn.executescript(dump.read_text())
+    conn.close()
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[HistoryStore]:
     history = HistoryStore(tmp_path / "history.db", retention_days=36500)
@@ -52,9 +59,7 @@ def plain(call_id: str, at: datetime, **more: object) -> Record:
 
 def test_a_schema_2_history_opens_keeps_its_rows_and_takes_runs(tmp_path: Path) -> None:
     path = tmp_path / "history.db"
-    with sqlite3.connect(path) as conn:
-        conn.executescript(V2_DUMP.read_text())
-    conn.close()
+    load(V2_DUMP, path)
     store = HistoryStore(path, retention_days=36500)
     try:
         store.start()
@@ -238,9 +243,7 @@ def write(store: HistoryStore, records: list[Record]) -> None:
 @pytest.mark.parametrize("reader_first", [False, True])
 def test_a_schema_3_history_gets_its_sketches_and_consent_counts(tmp_path: Path, reader_first: bool) -> None:
     path = tmp_path / "history.db"
-    with sqlite3.connect(path) as conn:
-        conn.executescript(V3_DUMP.read_text())
-    conn.close()
+    load(V3_DUMP, path)
     store = HistoryStore(path, retention_days=36500)
     try:
         if not reader_first:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -78,3 +80,28 @@ def test_taking_durations_off_and_edge_values() -> None:
     assert zero.count == 4
     assert value(slot(1e12)) < 1e12  # beyond the last slot: bounded by the largest duration
     assert sketch_of([1e12]).percentiles(0.5) == (1e12,)
+
+
+@pytest.mark.hostile("store")
+def test_what_is_not_a_sketch_is_left_out() -> None:
+    good = sketch_of([1.0, 2.0, 3.0]).to_blob()
+    header = good[:18]
+    bad = [
+        b"",
+        b"short",
+        "text, not a blob",
+        12345,
+        None,
+        (9999).to_bytes(2, "little") + good[2:],  # a first slot past the last
+        header + b"\x01\x00\x00",  # counts cut short
+        (SPARSE).to_bytes(2, "little") + good[2:18] + (60000).to_bytes(2, "little") + (5).to_bytes(4, "little"),
+        (1).to_bytes(2, "little") + struct.pack("<dd", math.nan, math.inf) + b"\x01\x00\x00\x00",
+        b"\x00\x00" + b"\xff" * 16 + b"\xff\xff\xff\xff" * 1000,
+    ]
+    together = merged([*bad, good])
+    low, high = together.percentiles(0.0, 1.0)
+    assert low is not None
+    assert high is not None
+    assert math.isfinite(low)
+    assert math.isfinite(high)
+    assert merged(bad[:8]).percentiles(0.5) == (None,)

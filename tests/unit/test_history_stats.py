@@ -267,6 +267,9 @@ def test_deleting_old_calls_keeps_the_hourly_counts_exact(tmp_path: Path) -> Non
         with sqlite3.connect(store.path) as conn:
             assert conn.execute("SELECT count(*) FROM call_tools WHERE calls <= 0").fetchone() == (0,)
             assert conn.execute("SELECT sum(calls) FROM call_tools").fetchone() == (20,)
+            # the sketches of the deleted hours went with them
+            tools_rows = conn.execute("SELECT count(*) FROM call_tools").fetchone()
+            assert conn.execute("SELECT count(*) FROM call_durations").fetchone() == tools_rows
         conn.close()
     finally:
         store.close()
@@ -349,3 +352,20 @@ def test_the_writer_brings_the_hourly_counts_up_to_date_as_calls_are_recorded(
     assert hourly == counted
     everything = (T0 - timedelta(days=1), T0 + timedelta(days=5))
     assert observed(store.stats(*everything)) == expected(records, *everything)
+
+
+@pytest.mark.hostile("store")
+def test_sketches_that_are_not_sketches_leave_the_rest_standing(store: HistoryStore) -> None:
+    write(store, known())
+    store.purge()
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("UPDATE call_durations SET sketch = 'not a sketch' WHERE app = 'b'")
+        conn.execute("UPDATE call_durations_daily SET sketch = 42 WHERE app = 'b'")
+        conn.execute("UPDATE call_durations SET sketch = x'00' WHERE app = 'a' AND hour = '2030-05-01T12'")
+    conn.close()
+    found = store.stats(T0, T0 + timedelta(days=3))
+    x, y = found.tools
+    assert (x.calls, y.calls) == (100, 10)  # the counts are whole
+    assert x.p50_ms == pytest.approx(52.0, rel=0.01)  # 4..100 ms: without the first hour's three calls
+    assert y.p50_ms is None
+    json.dumps(found.to_json(), allow_nan=False)

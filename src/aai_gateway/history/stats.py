@@ -8,13 +8,13 @@ purge, which takes the deleted calls off), and `counted` says up to which `seq`.
 each insert nearly doubled the cost of recording a call (bench.history_cost, 0.07 -> 0.13 ms). A range is read
 in one snapshot from these counts for its whole hours, plus the calls recorded since (seq above
 `counted`), and from the calls themselves (index on time) for the partial hours at its two ends, so
-every figure is exact whatever the range.
+every count is exact whatever the range.
 
 The p50, p95 and p99 duration of each tool, and of all of them, come from duration sketches kept per
-hour, app and tool beside the counts (schema 4, `SKETCHES`; history/sketch.py), within 1 % of the
-exact nearest-rank percentiles: the sketches of the range's whole hours are merged, and the
-durations of its partial hours and of the calls not counted yet are added to them; a tool with no
-sketch in the range (a range within an hour or two) gets its exact percentiles. The consent
+hour and per day, app and tool beside the counts (schema 4, `SKETCHES`; history/sketch.py), within
+1 % of the exact nearest-rank percentiles: the sketches of the range's whole days and hours are
+merged, and the durations of its partial hours and of the calls not counted yet are added to them; a
+tool with no sketch in the range (a range within an hour or two) gets its exact percentiles. The consent
 questions are counted per hour too. Schemas 2 and 3 read durations and consent questions from two
 indexes on the calls instead, which cost about 11 % of recording a call. `bench/stats.py` measures
 each query on a million calls.
@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from aai_gateway.history import runs
@@ -74,6 +74,10 @@ SKETCHES = (
         hour TEXT NOT NULL, app TEXT NOT NULL, tool TEXT NOT NULL, sketch BLOB NOT NULL,
         PRIMARY KEY (hour, app, tool)
     ) WITHOUT ROWID""",
+    """CREATE TABLE call_durations_daily (
+        day TEXT NOT NULL, app TEXT NOT NULL, tool TEXT NOT NULL, sketch BLOB NOT NULL,
+        PRIMARY KEY (day, app, tool)
+    ) WITHOUT ROWID""",
     """CREATE TABLE call_consent (
         hour TEXT NOT NULL, app TEXT NOT NULL, tool TEXT NOT NULL, consent TEXT NOT NULL, calls INTEGER NOT NULL,
         PRIMARY KEY (hour, app, tool, consent)
@@ -81,7 +85,8 @@ SKETCHES = (
     "DROP INDEX IF EXISTS calls_durations",
     "DROP INDEX IF EXISTS calls_consent",
 )
-"""Schema 4: duration sketches and consent questions per hour, instead of the two indexes of schema 2."""
+"""Schema 4: duration sketches per hour and per day, and consent questions per hour, instead of the two
+indexes of schema 2."""
 COUNTS = ("call_tools", "call_callers", "call_errors", "call_consent")
 
 
@@ -353,30 +358,32 @@ def _add(
 
 
 def _add_durations(conn: sqlite3.Connection, where: str, params: list[Any], sign: int = 1) -> None:
-    """Add (or take off) the durations of the calls matching `where` to the sketches of their hours; SQL
-    groups them by slot, so a sketch is read and written once per hour, app and tool."""
+    """Add (or take off) the durations of the calls matching `where` to the sketches of their hours and
+    days; SQL groups them by slot, so a sketch is read and written once per hour (day), app and tool."""
     conn.create_function("aai_slot", 1, slot, deterministic=True)
-    found: dict[tuple[str, str, str], Sketch] = {}
+    hours: dict[tuple[str, str, str], Sketch] = {}
     for hour, app, tool, k, n, low, high in conn.execute(
         f"SELECT {HOUR}, app, tool, aai_slot(duration_ms), count(*), min(duration_ms), max(duration_ms) "
         f"FROM calls WHERE {where} GROUP BY 1, 2, 3, 4",
         params,
     ):
-        found.setdefault((hour, app, tool), Sketch()).add_slot(k, n, low, high)
-    key = "hour = ? AND app = ? AND tool = ?"
-    for (hour, app, tool), added in found.items():
-        row = conn.execute(f"SELECT sketch FROM call_durations WHERE {key}", (hour, app, tool)).fetchone()
-        sketch = Sketch() if row is None else Sketch.of_blob(row[0])
-        if sign > 0:
-            sketch.merge(added)
-        else:
-            sketch.subtract(added)
-        if sketch.counts > 0:
-            conn.execute(
-                "INSERT OR REPLACE INTO call_durations VALUES (?, ?, ?, ?)", (hour, app, tool, sketch.to_blob())
-            )
-        else:
-            conn.execute(f"DELETE FROM call_durations WHERE {key}", (hour, app, tool))
+        hours.setdefault((hour, app, tool), Sketch()).add_slot(k, n, low, high)
+    days: dict[tuple[str, str, str], Sketch] = {}
+    for (hour, app, tool), added in hours.items():
+        days.setdefault((hour[:10], app, tool), Sketch()).merge(added)
+    for table, column, found in (("call_durations", "hour", hours), ("call_durations_daily", "day", days)):
+        key = f"{column} = ? AND app = ? AND tool = ?"
+        for at, added in found.items():
+            row = conn.execute(f"SELECT sketch FROM {table} WHERE {key}", at).fetchone()
+            sketch = Sketch() if row is None else Sketch.of_blob(row[0])
+            if sign > 0:
+                sketch.merge(added)
+            else:
+                sketch.subtract(added)
+            if sketch.counts > 0:
+                conn.execute(f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?, ?)", (*at, sketch.to_blob()))
+            else:
+                conn.execute(f"DELETE FROM {table} WHERE {key}", at)
 
 
 class _Parts:
@@ -455,9 +462,10 @@ class _Parts:
         queries: list[tuple[str, list[Any]]] = []
         if self.hours is not None:
             filters, params = _filters(self.app, self.tool)
-            sql = f"SELECT app, tool, sketch FROM call_durations WHERE hour >= ? AND hour < ?{filters}"
-            for app, tool, blob in self.conn.execute(sql, [*self.hours, *params]):
-                sketches.setdefault((app, tool), []).append(blob)
+            for table, column, since, until in _sketched(*self.hours):
+                sql = f"SELECT app, tool, sketch FROM {table} WHERE {column} >= ? AND {column} < ?{filters}"
+                for app, tool, blob in self.conn.execute(sql, [since, until, *params]):
+                    sketches.setdefault((app, tool), []).append(blob)
             sql = (
                 "SELECT app, tool, duration_ms FROM calls NOT INDEXED "
                 f"WHERE seq > ? AND time >= ? AND time < ?{self.filters}"
@@ -468,6 +476,23 @@ class _Parts:
             for app, tool, ms in self.conn.execute(sql, params):
                 loose.setdefault((app, tool), []).append(ms)
         return sketches, loose
+
+
+def _sketched(first: str, last: str) -> list[tuple[str, str, str, str]]:
+    """The whole hours from `first` to `last` (2026-11-24T08, exclusive) as the sketches that hold them:
+    (table, key column, from, to), the whole days' from the daily ones (a 30-day range merges some 70
+    sketches a tool instead of 720), the hours at either end from the hourly ones."""
+    day = date.fromisoformat(first[:10])
+    if first[11:13] != "00":
+        day += timedelta(days=1)
+    whole = (day.isoformat(), last[:10])
+    if whole[0] >= whole[1]:
+        return [("call_durations", "hour", first, last)]
+    return [
+        ("call_durations", "hour", first, f"{whole[0]}T00"),
+        ("call_durations_daily", "day", *whole),
+        ("call_durations", "hour", f"{whole[1]}T00", last),
+    ]
 
 
 def percentile_rank(count: int, fraction: float) -> int:
