@@ -270,6 +270,8 @@ def test_deleting_old_calls_keeps_the_hourly_counts_exact(tmp_path: Path) -> Non
             # the sketches of the deleted hours went with them
             tools_rows = conn.execute("SELECT count(*) FROM call_tools").fetchone()
             assert conn.execute("SELECT count(*) FROM call_durations").fetchone() == tools_rows
+            days = conn.execute("SELECT count(DISTINCT substr(hour, 1, 10) || app || tool) FROM call_tools").fetchone()
+            assert conn.execute("SELECT count(*) FROM call_durations_daily").fetchone() == days
         conn.close()
     finally:
         store.close()
