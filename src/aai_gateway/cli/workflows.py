@@ -261,7 +261,7 @@ def approve(ctx: click.Context, workflow_id: str, yes: bool) -> None:
     settings = settings_of(ctx)
 
     async def work(gateway: Gateway) -> None:
-        from aai_gateway.workflows.triggers import tools_of  # noqa: PLC0415 (loaded for this command only)
+        from aai_gateway.workflows.triggers import tools_of
 
         saved = gateway.shelf.get(workflow_id)
         if saved is None:
