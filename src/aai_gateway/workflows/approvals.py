@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from aai_gateway.paths import read_limited, write_atomic
+from aai_gateway.paths import NotRead, read_limited, write_atomic
 from aai_gateway.workflows.saved import Saved
 
 log = logging.getLogger("aai_gateway.workflows")
@@ -90,11 +90,11 @@ class Approvals:
         return True
 
     def _read(self) -> dict[str, Approval]:
+        if not self.path.exists():
+            return {}
         try:
             raw = json.loads(read_limited(self.path, MAX_BYTES))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
+        except (NotRead, ValueError) as exc:
             log.warning("%s cannot be read (%s): no triggered workflow is approved until it is fixed", self.path, exc)
             return {}
         found: dict[str, Approval] = {}
