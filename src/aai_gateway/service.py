@@ -22,20 +22,16 @@ from aai_gateway.discovery.webapps import WebApps
 from aai_gateway.errors import AaiError, AutomationFailed, InvalidParams
 from aai_gateway.executors import Forwarded as Forwarded  # noqa: PLC0414 (re-exported: what the MCP layer passes on)
 from aai_gateway.history import HISTORY_FILE, HistoryStore
+from aai_gateway.history.record import RUN_APP as WORKFLOWS_APP
 from aai_gateway.spelling import Spelling
-from aai_gateway.workflows import saving
-from aai_gateway.workflows.approvals import Approvals
-from aai_gateway.workflows.batch import MAX_BATCH as MAX_BATCH  # noqa: PLC0414 (re-exported for the MCP layer)
-from aai_gateway.workflows.batch import batch
-from aai_gateway.workflows.plan import WORKFLOWS_APP
-from aai_gateway.workflows.run import run_plan, run_saved
-from aai_gateway.workflows.run import text as plan_text
 from aai_gateway.workflows.saved import Shelf
+from aai_gateway.workflows.schema import MAX_BATCH as MAX_BATCH  # noqa: PLC0414 (re-exported for the MCP layer)
 
 if TYPE_CHECKING:
-    from aai_gateway.events import Events
+    from aai_gateway.events.hub import Events
     from aai_gateway.search.finder import Finder
     from aai_gateway.telemetry.otel import Telemetry
+    from aai_gateway.workflows.approvals import Approvals
     from aai_gateway.workflows.triggers import Triggers
 
 __all__ = ["MAX_BATCH", "Caller", "Forwarded", "Gateway"]
@@ -164,35 +160,42 @@ class Gateway:
             raise AssertionError(workflow_id)
         if not isinstance(args, Mapping):
             raise InvalidParams(f"args must be an object of the workflow's inputs, got {type(args).__name__}")
+        from aai_gateway.workflows.run import run_saved, text  # noqa: PLC0415 (the plan engine loads when used)
+
         report = await run_saved(saved, args, self.calls, caller)
         if report.status != "ok":
-            raise AutomationFailed(f"workflow {workflow_id}: {plan_text(report)}")
+            raise AutomationFailed(f"workflow {workflow_id}: {text(report)}")
         return report.to_json()
 
     async def batch(
         self, calls: Sequence[Any], caller: Caller, *, parallel: bool = True, stop_on_error: bool = False
     ) -> dict[str, Any]:
+        from aai_gateway.workflows.batch import batch  # noqa: PLC0415 (the plan engine loads when used)
+
         return await batch(self.calls, calls, caller, parallel=parallel, stop_on_error=stop_on_error)
 
     async def run(self, plan: Any, caller: Caller) -> tuple[str, dict[str, Any], bool]:
         """aai:run: a plan run whole; its answer as text for the model, as structured content, and whether it
         failed. With `saveAs`, a plan that ran through is kept as a saved workflow once the user agrees."""
+        from aai_gateway.workflows import saving  # noqa: PLC0415 (the plan engine loads when used)
+        from aai_gateway.workflows.run import run_plan, text  # noqa: PLC0415
+
         wanted = None
         if isinstance(plan, Mapping) and "saveAs" in plan:
             plan = dict(plan)
             wanted = saving.wish(plan.pop("saveAs"), self.shelf)
         report = await run_plan(plan, self.calls, caller)
-        answer, text = report.to_json(), plan_text(report)
+        answer, said = report.to_json(), text(report)
         if wanted is not None:
             saved = answer["saved"] = await saving.save(wanted, plan, report, self.shelf, caller)
             if saved["status"] == "saved":
-                text += f"\nSaved as the workflow {saved['id']}: run it with {self.spelling.exec} " + (
+                said += f"\nSaved as the workflow {saved['id']}: run it with {self.spelling.exec} " + (
                     f'{{app: "{WORKFLOWS_APP}", tool: "{saved["id"]}", args}}.'
                 )
                 await self.servers.tell({WORKFLOWS_APP})
             else:
-                text += f"\nNot saved: {saved['why']}."
-        return text, answer, report.status != "ok"
+                said += f"\nNot saved: {saved['why']}."
+        return said, answer, report.status != "ok"
 
     async def wait(self, arguments: Mapping[str, Any], caller: Caller) -> tuple[str, dict[str, Any]]:
         """aai:wait: the first matching occurrence of an app's event, or word that none came in time."""
@@ -204,7 +207,7 @@ class Gateway:
     @cached_property
     def events(self) -> Events:
         """The event sources, shared by every waiter."""
-        from aai_gateway.events import Events  # noqa: PLC0415
+        from aai_gateway.events.hub import Events  # noqa: PLC0415
 
         return Events(self.calls)
 
@@ -251,6 +254,8 @@ class Gateway:
     @cached_property
     def approvals(self) -> Approvals:
         """The user's approvals of triggered workflows (`aai-gateway workflow approve`)."""
+        from aai_gateway.workflows.approvals import Approvals  # noqa: PLC0415 (used by triggers and the CLI only)
+
         return Approvals(self.settings.aai_home)
 
     def triggers(self) -> Triggers:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import TEST_APPS, gateway_command, install_descriptor
+from tests.support import FIXED_TOOLS, TEST_APPS, gateway_command, install_descriptor
 
 pytestmark = [pytest.mark.e2e]
 
@@ -65,7 +65,7 @@ def test_early_answers_are_the_sdks(home: Path, version: str, names: str) -> Non
     sdk = answers(home, data, fast=False, toolNames=names)
     assert [a["id"] for a in sdk] == [1, 2]
     assert early == sdk
-    assert len(early[1]["result"]["tools"]) == 7
+    assert len(early[1]["result"]["tools"]) == len(FIXED_TOOLS) + 2  # the fixed tools and two apps
 
 
 def test_an_initialize_the_sdk_would_refuse_is_left_to_it(home: Path) -> None:

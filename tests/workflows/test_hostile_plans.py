@@ -48,7 +48,7 @@ HOSTILE: dict[str, tuple[dict[str, Any], str | None]] = {
         "which JMESPath does not have",
     ),
     "a file": ({"steps": [echo("a", "${read_file('/etc/passwd')}")]}, "steps[id=a].args.text"),
-    "the environment": ({"steps": [echo("a", "${env.HOME}")]}, "reads 'env', which is none of inputs, steps"),
+    "the environment": ({"steps": [echo("a", "${env.HOME}")]}, "reads 'env', which is none of event, inputs, steps"),
     "itself": ({"steps": [echo("a", "${steps.a.result}")]}, "steps[id=a]: refers to its own result"),
     "a cycle": (
         {"steps": [echo("a", "${steps.b.result}"), echo("b", "${steps.a.result}")]},

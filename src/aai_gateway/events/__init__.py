@@ -5,9 +5,3 @@ wait on (`aai_wait`) and, later, for triggers to start workflows on.
 bounded queue of its own; every subscription of one app's event shares one source, started with the first
 and stopped with the last. A source is one module (`signals`, `polls`) and one line in `hub.SOURCES`.
 """
-
-from aai_gateway.events.hub import Events
-from aai_gateway.events.occurrence import Occurrence
-from aai_gateway.events.subscription import Subscription
-
-__all__ = ["Events", "Occurrence", "Subscription"]

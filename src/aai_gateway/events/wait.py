@@ -17,27 +17,12 @@ from aai_gateway.calls import Caller, Calls
 from aai_gateway.descriptor.model import Annotations, Descriptor, Event, Tool
 from aai_gateway.errors import InvalidParams, ToolNotFound
 from aai_gateway.events.hub import Events
+from aai_gateway.events.schema import MAX_TIMEOUT as MAX_TIMEOUT  # noqa: PLC0414 (also said here, where waits are checked)
+from aai_gateway.events.schema import OUTPUT_SCHEMA as OUTPUT_SCHEMA  # noqa: PLC0414
 
-MAX_TIMEOUT = 3600
-"""Seconds one wait may last."""
 PROGRESS_EVERY = 5.0
 """Seconds between progress notifications while a wait goes on (when the client asked for them)."""
 WAIT_PREFIX = "(wait) "
-
-ANY_JSON: dict[str, Any] = {"anyOf": [{"type": t} for t in ("object", "array", "string", "number", "boolean", "null")]}
-"""Any JSON value, said with a keyword (clients warn of a schema that says nothing)."""
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "app": {"type": "string"},
-        "event": {"type": "string"},
-        "timedOut": {"type": "boolean", "description": "True when nothing came within the timeout"},
-        "payload": {**ANY_JSON, "description": "What the app announced, as the guide describes the event"},
-        "at": {"type": "string", "description": "When the gateway noticed it (ISO 8601, UTC)"},
-        "dropped": {"type": "integer", "description": "Occurrences dropped while they came faster than read"},
-    },
-    "required": ["app", "event", "timedOut"],
-}
 
 
 def checked(arguments: Mapping[str, Any], name: str) -> tuple[str, str, str | None, float]:

@@ -11,15 +11,15 @@ from functools import cache
 from typing import Any
 
 from aai_gateway.descriptor.guide import catalogue_entry
-from aai_gateway.events.wait import MAX_TIMEOUT as MAX_WAIT
-from aai_gateway.events.wait import OUTPUT_SCHEMA as WAIT_OUTPUT_SCHEMA
+from aai_gateway.events.schema import MAX_TIMEOUT as MAX_WAIT
+from aai_gateway.events.schema import OUTPUT_SCHEMA as WAIT_OUTPUT_SCHEMA
+from aai_gateway.json_shapes import ANY_JSON, ERROR_SCHEMA
 from aai_gateway.mcp.names import Names
 from aai_gateway.search.schema import OUTPUT_SCHEMA as SEARCH_OUTPUT_SCHEMA
-from aai_gateway.service import MAX_BATCH, Gateway
+from aai_gateway.service import Gateway
 from aai_gateway.spelling import spelling
-from aai_gateway.workflows.plan import MAX_ITEMS, MAX_STEPS
-from aai_gateway.workflows.run import ANY_JSON, ERROR_SCHEMA
-from aai_gateway.workflows.run import OUTPUT_SCHEMA as RUN_OUTPUT_SCHEMA
+from aai_gateway.workflows.schema import MAX_BATCH, MAX_ITEMS, MAX_STEPS
+from aai_gateway.workflows.schema import OUTPUT_SCHEMA as RUN_OUTPUT_SCHEMA
 
 SERVER_NAME = "aai-gateway"
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}

@@ -14,9 +14,7 @@ from aai_gateway.spelling import spelling
 from aai_gateway.text import printable
 from aai_gateway.workflows.plan import Plan, Step
 from aai_gateway.workflows.runner import Outcome, Run
-
-MAX_BATCH = 100
-"""Most calls one aai:batch may carry."""
+from aai_gateway.workflows.schema import MAX_BATCH
 
 
 async def batch(

@@ -18,12 +18,10 @@ from aai_gateway.errors import AaiError, InvalidParams
 from aai_gateway.expressions import ExpressionError, check, has_queries, heads, pieces
 from aai_gateway.history.record import RUN_APP
 from aai_gateway.text import printable
+from aai_gateway.workflows.schema import MAX_ITEMS, MAX_STEPS
 
 WORKFLOWS_APP = RUN_APP
 """The app saved workflows are served as, and the app a plan's run is recorded under."""
-MAX_STEPS = 100
-MAX_ITEMS = 1_000
-"""Items one `forEach` may run over."""
 MAX_RETRIES = 5
 MAX_PLAN_BYTES = 1_000_000
 """The plan as JSON: arguments that pass large values along are built from results, not written in."""

@@ -16,6 +16,7 @@ from aai_gateway.workflows.consent import agree
 from aai_gateway.workflows.plan import WORKFLOWS_APP, Plan, Problems, parse
 from aai_gateway.workflows.runner import Report, Run
 from aai_gateway.workflows.saved import Saved
+from aai_gateway.workflows.schema import OUTPUT_SCHEMA as OUTPUT_SCHEMA  # noqa: PLC0414 (the answer, described)
 
 MOST_EVENT = 4_096
 """Bytes of JSON of what started a triggered run that its history record keeps."""
@@ -101,51 +102,3 @@ def text(report: Report) -> str:
 def _json(value: Any) -> str:
     shown = json.dumps(value, ensure_ascii=False, default=str)
     return shown if len(shown) <= MOST_TEXT else shown[:MOST_TEXT] + " … (cut; the structured content has it all)"
-
-
-ANY_JSON: dict[str, Any] = {"anyOf": [{"type": t} for t in ("object", "array", "string", "number", "boolean", "null")]}
-"""Any JSON value, said with a keyword (clients warn of a schema that says nothing)."""
-ERROR_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"code": {"type": "integer"}, "type": {"type": "string"}, "detail": {"type": "string"}},
-    "required": ["code", "type", "detail"],
-}
-"""An error as answers carry it: `{code, type, detail}`."""
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "status": {"type": "string", "enum": ["ok", "failed", "rolledBack"]},
-        "output": ANY_JSON,
-        "outputError": {"type": "string"},
-        "durationMs": {"type": "number"},
-        "steps": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "app": {"type": "string"},
-                    "tool": {"type": "string"},
-                    "status": {"type": "string", "enum": ["ok", "failed", "skipped", "undone"]},
-                    "durationMs": {"type": "number"},
-                    "result": ANY_JSON,
-                    "error": ERROR_SCHEMA,
-                    "reason": {"type": "string"},
-                    "undo": {
-                        "type": "object",
-                        "properties": {
-                            "status": {"type": "string", "enum": ["ok", "failed", "none"]},
-                            "tool": {"type": "string"},
-                            "error": {"type": "string"},
-                            "reason": {"type": "string"},
-                        },
-                        "required": ["status"],
-                    },
-                },
-                "required": ["id", "app", "tool", "status"],
-            },
-        },
-    },
-    "required": ["status", "steps", "durationMs"],
-}
-"""The structured content of an aai:run answer."""

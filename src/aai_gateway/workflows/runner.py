@@ -22,7 +22,8 @@ from aai_gateway.errors import (
     ToolNotFound,
 )
 from aai_gateway.expressions import ExpressionError, has_queries, render
-from aai_gateway.workflows.plan import MAX_ITEMS, Plan, Step, Undo
+from aai_gateway.workflows.plan import Plan, Step, Undo
+from aai_gateway.workflows.schema import MAX_ITEMS
 
 log = logging.getLogger("aai_gateway.workflows")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft7Validator
 
@@ -28,7 +28,9 @@ from aai_gateway.descriptor.model import Annotations, Name
 from aai_gateway.expressions import ExpressionError, compiled
 from aai_gateway.problems import Problem, describe, pointer
 from aai_gateway.workflows.plan import WORKFLOWS_APP, Plan, Problems, parse
-from aai_gateway.workflows.schedule import At, Every, ScheduleError, at, every
+
+if TYPE_CHECKING:
+    from aai_gateway.workflows.schedule import At, Every
 
 log = logging.getLogger("aai_gateway.workflows")
 
@@ -46,6 +48,7 @@ class Trigger:
     spec: Mapping[str, Any]
     index: int
     schedule: Every | At | None = None
+    """A timer's schedule (`every`, `at`); None for an event or a file."""
 
     @property
     def kind(self) -> str:
@@ -172,7 +175,7 @@ def checked(doc: Any, workflow_id: str, path: Path) -> Saved | list[Problem]:
     for index, spec in enumerate(doc.get("on") or []):
         try:
             triggers.append(_trigger(spec, index))
-        except (ScheduleError, ExpressionError) as exc:
+        except (ValueError, ExpressionError) as exc:  # ScheduleError is a ValueError
             found.append(Problem(source, pointer(["on", index]), str(exc)))
     if found or plan is None:
         return found
@@ -191,6 +194,8 @@ def checked(doc: Any, workflow_id: str, path: Path) -> Saved | list[Problem]:
 
 
 def _trigger(spec: Mapping[str, Any], index: int) -> Trigger:
+    from aai_gateway.workflows.schedule import at, every  # noqa: PLC0415 (time zones load for timers only)
+
     if "every" in spec:
         return Trigger(spec, index, every(str(spec["every"])))
     if "at" in spec:

@@ -25,7 +25,7 @@ from aai_gateway.calls import Caller, Calls
 from aai_gateway.consent import Answer, Question
 from aai_gateway.descriptor import Descriptor, Tool
 from aai_gateway.errors import AaiError
-from aai_gateway.events import Events
+from aai_gateway.events.hub import Events
 from aai_gateway.workflows.approvals import Approvals, fingerprint
 from aai_gateway.workflows.consent import RUN
 from aai_gateway.workflows.run import run_saved
