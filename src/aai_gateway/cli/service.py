@@ -144,18 +144,22 @@ def bus_note(settings: Settings) -> None:
     if recorded is None:
         return
     manager = systemctl("show-environment")
-    if manager.ok and f"{ADDRESS_VARIABLE}=" in manager.out:
-        click.echo(
-            f"note: the service uses the session bus of the systemd user manager, not {recorded.describe()}, "
-            "which the quick start started: apps on that bus are not reached by the service",
-            err=True,
+    if not manager.ok:
+        said = (
+            f"uses {recorded.describe()} (which the quick start started) only when the user manager gives it no "
+            f"{ADDRESS_VARIABLE}; with dbus-user-session installed it gets the user manager's bus instead"
+        )
+    elif f"{ADDRESS_VARIABLE}=" in manager.out:
+        said = (
+            f"uses the session bus of the systemd user manager, not {recorded.describe()}, which the quick start "
+            "started: apps on that bus are not reached by the service"
         )
     else:
-        click.echo(
-            f"note: the user manager gives the service no {ADDRESS_VARIABLE}, so it uses {recorded.describe()} "
-            "while that bus runs (the quick start started it; it is gone after a restart)",
-            err=True,
+        said = (
+            f"gets no {ADDRESS_VARIABLE} from the user manager, so it uses {recorded.describe()} while that bus "
+            "runs (the quick start started it; it is gone after a restart)"
         )
+    click.echo(f"note: the service {said}", err=True)
 
 
 @click.group(short_help="Run `aai-gateway serve` as a systemd user service: install, uninstall, status.")
@@ -191,6 +195,7 @@ def install(ctx: click.Context, no_start: bool) -> None:
     said = "unchanged" if before == text else ("updated" if before is not None else "wrote")
     click.echo(f"{said} {path}: ExecStart={' '.join(command)}")
     start = "systemctl --user daemon-reload && systemctl --user enable --now aai-gateway.service"
+    bus_note(settings)
     if no_start:
         click.echo(f"Nothing started (--no-start). To start it now and at each log on: {start}")
         return
@@ -202,7 +207,6 @@ def install(ctx: click.Context, no_start: bool) -> None:
             f"Where a user manager runs (a desktop or ssh log on, or `loginctl enable-linger $USER`), run: {start}",
             1,
         )
-    bus_note(settings)
     other = running(settings.aai_home)
     if other is not None:
         enabled = systemctl("enable", UNIT)
