@@ -76,7 +76,7 @@ def test_install_no_start_writes_a_unit_systemd_accepts(tmp_path: Path) -> None:
     )
     text = unit.read_text()
     assert f"\nExecStart={gateway_command()} serve\n" in text
-    assert '\nEnvironment="AAI_HOME=' + str(aai_home).replace("%", "%%").replace("$", "$$") + '"\n' in text
+    assert '\nEnvironment="AAI_HOME=' + str(aai_home).replace("%", "%%") + '"\n' in text
     assert "\nRestart=on-failure\n" in text
     assert "\nWantedBy=default.target\n" in text
     checked = verify(unit, tmp_path, env)
@@ -170,8 +170,10 @@ def user_manager(tmp_path: Path) -> Iterator[dict[str, str]]:
 async def test_install_starts_serve_under_a_real_user_manager_and_uninstall_stops_it(
     user_manager: dict[str, str], tmp_path: Path
 ) -> None:
-    env = user_manager
-    (Path(env["HOME"]) / ".aai" / "config.json").write_text('{"httpPort": 0}')
+    aai_home = tmp_path / "an AAI home with 100% odd $chars"  # the unit names it, and the service serves it
+    aai_home.mkdir()
+    (aai_home / "config.json").write_text('{"httpPort": 0}')
+    env = {**user_manager, "AAI_HOME": str(aai_home)}
     done = gateway(env, "service", "install")
     assert done.returncode == 0, done.stdout + done.stderr
     started = done.stdout.splitlines()[-1]
@@ -185,6 +187,7 @@ async def test_install_starts_serve_under_a_real_user_manager_and_uninstall_stop
     assert status.returncode == 0, status.stdout
     assert status.stdout.splitlines()[0] == f"unit: installed at {unit_of(env)}, enabled, active"
     assert f"aai-gateway serve (pid {pid}) is running at {url}" in status.stdout
+    assert f'"pid": {pid}' in (aai_home / "serve.lock").read_text()
     second = gateway(env, "serve", "--port", "0")
     assert second.returncode == 1
     assert f"pid {pid}" in second.stderr

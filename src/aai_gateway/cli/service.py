@@ -54,9 +54,15 @@ def elsewhere(platform: str) -> str:
     )
 
 
-def quoted(word: str) -> str:
-    """`word` as one argument of a systemd command line: specifiers (%) and variables ($) kept literal."""
-    word = word.replace("%", "%%").replace("$", "$$")
+def quoted(word: str, *, command: bool = True) -> str:
+    """`word` as one argument of a systemd command line (or, not `command`, one Environment= assignment):
+    specifiers (%) and, on a command line, variables ($) kept literal. ValueError for a control character
+    (a newline would start a line of its own in the unit)."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in word):
+        raise ValueError(f"{word!r} holds a control character, which a systemd unit cannot hold")
+    word = word.replace("%", "%%")
+    if command:  # Environment= expands no variables
+        word = word.replace("$", "$$")
     if word and not any(c.isspace() or c in "\"'\\;" for c in word):
         return word
     return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -71,7 +77,7 @@ def unit_text(command: Sequence[str], environment: Mapping[str, str]) -> str:
         "[Service]",
         "Type=simple",
         "ExecStart=" + " ".join(quoted(word) for word in command),
-        *(f"Environment={quoted(f'{name}={value}')}" for name, value in environment.items()),
+        *(f"Environment={quoted(f'{name}={value}', command=False)}" for name, value in environment.items()),
         "Restart=on-failure",
         "RestartSec=5",
         # SIGTERM to the gateway alone: it stops the MCP servers it started (stdin closed, then SIGTERM) itself.
@@ -185,7 +191,10 @@ def install(ctx: click.Context, no_start: bool) -> None:
     command, environment = command_of(ctx, settings)
     env = paths.environ()
     path = unit_file(env)
-    text = unit_text(command, environment)
+    try:
+        text = unit_text(command, environment)
+    except ValueError as exc:
+        fail(f"cannot write the unit: {exc}", 1)
     try:
         before = path.read_text("utf-8") if path.exists() else None
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -221,6 +230,9 @@ def install(ctx: click.Context, no_start: bool) -> None:
         fail(f"systemctl --user enable --now {UNIT} failed: {started.out}; see journalctl --user -u {UNIT}", 1)
     found = _announced(settings)
     if found is None:
+        state = systemctl("is-active", UNIT)
+        if not state.ok:
+            fail(f"{UNIT} did not stay up ({state.out or 'inactive'}); see journalctl --user -u {UNIT}", 1)
         click.echo(f"Started {UNIT}; it has not said where it listens yet: see journalctl --user -u {UNIT}")
         return
     click.echo(f"Started {UNIT}: {describe(found)}. It starts again at each log on.")
