@@ -7,13 +7,12 @@ import json
 import signal
 import subprocess
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.mcp_client import http_session, text_of
+from tests.e2e.mcp_client import http_session, listening, text_of
 from tests.mcpservers.servers import alive, descriptor, hostile, install, marked
 from tests.mcpservers.test_mcp_apps import env_of, exec_
 from tests.support import gateway_command, stop, wait_until
@@ -21,29 +20,9 @@ from tests.support import gateway_command, stop, wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
 
-@contextmanager
-def serving(env: dict[str, str], log: Path, *args: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+def serving(env: dict[str, str], log: Path, *args: str) -> AbstractContextManager[tuple[subprocess.Popen[bytes], str]]:
     """`aai-gateway serve --port 0`, its stderr to `log`; yields the process and the MCP URL it printed."""
-    with log.open("a") as errlog:
-        proc = subprocess.Popen(
-            [gateway_command(), "serve", "--port", "0", *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=errlog,
-            env=env,
-        )
-    try:
-        found: list[str] = []
-
-        def printed_url() -> bool:
-            assert proc.poll() is None, f"aai-gateway serve exited: {log.read_text()}"
-            found.extend(line for line in log.read_text().splitlines() if "MCP over HTTP at " in line)
-            return bool(found)
-
-        wait_until(printed_url, 60, "aai-gateway serve to listen")
-        yield proc, found[0].split(" at ", 1)[1].strip()
-    finally:
-        stop(proc)
+    return listening(["serve", "--port", "0", *args], env, log)
 
 
 def gateway(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
