@@ -137,8 +137,10 @@ class Rows(list[tuple[object, ...]]):
 
 
 KINDS = (
-    ("INDEXED BY", "p50 and p95 of each tool"),
-    ("consent IS NOT NULL", "consent questions"),
+    ("FROM call_durations", "durations: hourly and daily sketches"),
+    ("duration_ms FROM calls", "durations: partial hours, not counted"),
+    ("FROM call_consent", "consent questions: hourly counts"),
+    ("consent IS NOT NULL", "consent questions: from the calls"),
     ("SELECT seq FROM counted", "how far the hourly counts go"),
     ("FROM call_tools", "per bucket, app, tool: hourly counts"),
     ("FROM call_errors", "error types: hourly counts"),

@@ -28,7 +28,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 TEST_APPS = ROOT / "tests" / "apps"
-FIXED_TOOLS = ["aai_search", "aai_install", "aai_exec", "aai_batch", "aai_run", "web_discover"]
+FIXED_TOOLS = ["aai_search", "aai_install", "aai_exec", "aai_batch", "aai_run", "aai_wait", "web_discover"]
 """The gateway's fixed tools in the strict spelling, in the order they are listed (before the apps)."""
 
 BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"

@@ -33,3 +33,27 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
 
     def time(self) -> float:
         return self._jumping.now
+
+
+class _PatientSelector(_JumpingSelector):
+    """Waits up to `GRACE` seconds of real time for I/O before jumping: replies from real processes (a DBus
+    app) arrive within it, so their timeouts do not fire early."""
+
+    GRACE = 0.05
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        if timeout is None:
+            return selectors.DefaultSelector.select(self, None)
+        ready = selectors.DefaultSelector.select(self, min(timeout, self.GRACE))
+        if not ready:
+            self.now += timeout
+        return ready
+
+
+class PatientVirtualClockLoop(VirtualClockLoop):
+    """`VirtualClockLoop` for tests that talk to real processes: the clock jumps only after a short real wait
+    without I/O."""
+
+    def __init__(self) -> None:
+        self._jumping = _PatientSelector()
+        asyncio.SelectorEventLoop.__init__(self, self._jumping)

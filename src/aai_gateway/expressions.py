@@ -40,8 +40,21 @@ class Piece:
     expression: ParsedResult | None = None
 
 
+MOST_CACHED = 4_096
+"""Characters of a template whose cut is kept: a plan run again reads the same templates."""
+
+
 def pieces(text: str, where: str = "") -> tuple[Piece, ...]:
     """`text` cut into literal text and parsed `${…}` queries."""
+    return _cached_cut(text, where) if len(text) <= MOST_CACHED else _cut(text, where)
+
+
+@lru_cache(maxsize=2048)
+def _cached_cut(text: str, where: str) -> tuple[Piece, ...]:
+    return _cut(text, where)
+
+
+def _cut(text: str, where: str) -> tuple[Piece, ...]:
     found: list[Piece] = []
     literal: list[str] = []
     i = 0

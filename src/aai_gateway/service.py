@@ -19,11 +19,12 @@ from aai_gateway.consent.launches import LaunchGate, asked_by
 from aai_gateway.descriptor import Binding, Descriptor, Tool
 from aai_gateway.discovery import Registry
 from aai_gateway.discovery.webapps import WebApps
-from aai_gateway.errors import AutomationFailed, InvalidParams
+from aai_gateway.errors import AaiError, AutomationFailed, InvalidParams
 from aai_gateway.executors import Forwarded as Forwarded  # noqa: PLC0414 (re-exported: what the MCP layer passes on)
 from aai_gateway.history import HISTORY_FILE, HistoryStore
 from aai_gateway.spelling import Spelling
 from aai_gateway.workflows import saving
+from aai_gateway.workflows.approvals import Approvals
 from aai_gateway.workflows.batch import MAX_BATCH as MAX_BATCH  # noqa: PLC0414 (re-exported for the MCP layer)
 from aai_gateway.workflows.batch import batch
 from aai_gateway.workflows.plan import WORKFLOWS_APP
@@ -32,8 +33,10 @@ from aai_gateway.workflows.run import text as plan_text
 from aai_gateway.workflows.saved import Shelf
 
 if TYPE_CHECKING:
+    from aai_gateway.events import Events
     from aai_gateway.search.finder import Finder
     from aai_gateway.telemetry.otel import Telemetry
+    from aai_gateway.workflows.triggers import Triggers
 
 __all__ = ["MAX_BATCH", "Caller", "Forwarded", "Gateway"]
 
@@ -191,6 +194,20 @@ class Gateway:
                 text += f"\nNot saved: {saved['why']}."
         return text, answer, report.status != "ok"
 
+    async def wait(self, arguments: Mapping[str, Any], caller: Caller) -> tuple[str, dict[str, Any]]:
+        """aai:wait: the first matching occurrence of an app's event, or word that none came in time."""
+        from aai_gateway.events import wait  # noqa: PLC0415 (events load with the first wait)
+
+        answer = await wait.wait(self.events, self.calls, arguments, caller, self.spelling.wait)
+        return wait.text(answer), answer
+
+    @cached_property
+    def events(self) -> Events:
+        """The event sources, shared by every waiter."""
+        from aai_gateway.events import Events  # noqa: PLC0415
+
+        return Events(self.calls)
+
     async def search(self, query: Any, limit: Any = None) -> tuple[str, dict[str, Any]]:
         """aai:search: the operations that best fit `query`, as text for the model and as structured content."""
         from aai_gateway.search import results  # noqa: PLC0415 (search loads at the first search)
@@ -232,6 +249,27 @@ class Gateway:
             self.finder.changed()
 
     @cached_property
+    def approvals(self) -> Approvals:
+        """The user's approvals of triggered workflows (`aai-gateway workflow approve`)."""
+        return Approvals(self.settings.aai_home)
+
+    def triggers(self) -> Triggers:
+        """The triggers of the approved saved workflows, for a long-lived gateway to run (`Triggers.run`)."""
+        from aai_gateway.workflows.triggers import Triggers  # noqa: PLC0415 (only a long-lived gateway runs them)
+
+        return Triggers(
+            self.shelf, self.approvals, self.calls, events=lambda: self.events, app=self.app, find=self.static_tool
+        )
+
+    def static_tool(self, app_id: str, tool_name: str) -> Tool | None:
+        """An app's tool as its descriptor says it (an MCP server's are not asked for), if it has one."""
+        try:
+            found = self.app(app_id).find_tool(self.platform, tool_name)
+        except AaiError:
+            return None
+        return found[1] if found is not None else None
+
+    @cached_property
     def consent(self) -> ConsentGate:
         """Consent decisions, rules and pending requests (the CLI and the web UI use it too)."""
         return ConsentGate(self.settings)
@@ -246,6 +284,8 @@ class Gateway:
         )
 
     async def aclose(self) -> None:
+        if "events" in self.__dict__:
+            await self.events.aclose()
         await self.servers.aclose()
         await self.history.aclose()
         await self.calls.aclose()

@@ -1,8 +1,9 @@
 """How the gateway's own tools are spelled, in the two spellings `toolNames` chooses between.
 
 `"strict"` (the default) matches `^[a-zA-Z0-9_-]{1,64}$`, the only names many MCP clients accept
-(`app_com_apple_mail`, `aai_exec`, `aai_batch`, `aai_run`, `aai_search`, `web_discover`); `"seed"` is the
-protocol's own (`app:com.apple.mail`, `aai:exec`, `aai:batch`, `aai:run`, `aai:search`, `web:discover`).
+(`app_com_apple_mail`, `aai_exec`, `aai_batch`, `aai_run`, `aai_wait`, `aai_search`, `web_discover`); `"seed"`
+is the protocol's own (`app:com.apple.mail`, `aai:exec`, `aai:batch`, `aai:run`, `aai:wait`, `aai:search`,
+`web:discover`).
 Every text an agent reads names the tools in the spelling that is listed, so it lives below everything
 that writes such a text.
 """
@@ -23,6 +24,7 @@ SEED_DISCOVER = "web:discover"
 SEED_SEARCH = "aai:search"
 SEED_INSTALL = "aai:install"
 SEED_RUN = "aai:run"
+SEED_WAIT = "aai:wait"
 MAX = 64
 STRICT_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _NOT_STRICT = re.compile(r"[^a-zA-Z0-9_-]")
@@ -45,6 +47,7 @@ class Spelling:
     search: str
     install: str
     run: str
+    wait: str
 
     def guide_pattern(self) -> str:
         """How the guide tools are named, for texts that speak of all of them."""
@@ -52,7 +55,9 @@ class Spelling:
 
 
 SPELLINGS = {
-    SEED: Spelling(SEED_EXEC, SEED_BATCH, SEED_DISCOVER, SEED_APP_PREFIX, SEED_SEARCH, SEED_INSTALL, SEED_RUN),
+    SEED: Spelling(
+        SEED_EXEC, SEED_BATCH, SEED_DISCOVER, SEED_APP_PREFIX, SEED_SEARCH, SEED_INSTALL, SEED_RUN, SEED_WAIT
+    ),
     STRICT: Spelling(
         strict(SEED_EXEC),
         strict(SEED_BATCH),
@@ -61,6 +66,7 @@ SPELLINGS = {
         strict(SEED_SEARCH),
         strict(SEED_INSTALL),
         strict(SEED_RUN),
+        strict(SEED_WAIT),
     ),
 }
 

@@ -162,7 +162,8 @@ async def test_an_unknown_tool_name_is_a_protocol_error(bus: Bus, tmp_path: Path
     assert raised.value.error.code == -32602
     assert raised.value.error.data == {"type": "TOOL_NOT_FOUND", "detail": raised.value.error.data["detail"]}
     assert (
-        "app_<appId>, aai_search, aai_install, aai_exec, aai_batch, aai_run, web_discover" in raised.value.error.message
+        "app_<appId>, aai_search, aai_install, aai_exec, aai_batch, aai_run, aai_wait, web_discover"
+        in raised.value.error.message
     )
 
 
@@ -222,6 +223,7 @@ async def test_every_text_names_tools_as_they_are_listed(bus: Bus, echo_app: Non
             "aai:exec",
             "aai:batch",
             "aai:run",
+            "aai:wait",
             "web:discover",
             "app:dev.aai.echo",
             "app:dev.aai.notes",

@@ -54,11 +54,11 @@ async def test_list_guide_and_exec_every_basic_type(bus: Bus, echo_app: None, tm
             *FIXED_TOOLS,
             "app_dev_aai_echo",
         ]
-        assert listed.tools[6].description == (
+        assert listed.tools[7].description == (
             "【Echo|回声】The test suite's own DBus service: echoes values of every basic type. "
             "Aliases: echo, test app. Call to get guide."
         )
-        assert listed.tools[6].input_schema == {"type": "object", "properties": {}}
+        assert listed.tools[7].input_schema == {"type": "object", "properties": {}}
         assert listed.tools[2].input_schema["required"] == ["app", "tool"]
 
         guide = text_of(await session.call_tool("app_dev_aai_echo", {}))
@@ -152,7 +152,7 @@ async def test_error_paths_keep_the_gateway_serving(bus: Bus, echo_app: None, tm
         assert "dev.aai.Echo is not on the session bus" in detail
 
         listed = await session.list_tools()
-        assert listed.tools[6].name == "app_dev_aai_echo"
+        assert listed.tools[7].name == "app_dev_aai_echo"
 
 
 async def test_mpv_driven_through_mpris(bus: Bus, mpv: Mpv, tmp_path: Path) -> None:

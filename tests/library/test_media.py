@@ -20,6 +20,7 @@ import pytest
 from tests.e2e.mcp_client import stdio_session, text_of
 from tests.library.apps import as_unprivileged, desktop_env, started
 from tests.library.library_gateway import Exec, gateway_env, read_only_tools
+from tests.library.waiting import waiting
 from tests.support import Bus, Mpv, silent_wav, until, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -437,3 +438,30 @@ async def test_audacious_volume_and_repeat_are_put_back_by_their_undo(
         wait_until(lambda: audacious.audtool("playlist-repeat-status") != repeat, 5, "Audacious to toggle repeat")
         await run.undo(step)
         wait_until(lambda: audacious.audtool("playlist-repeat-status") == repeat, 5, "the undo to toggle it back")
+
+
+async def test_waits_for_mpv_to_change_track(library_bus: Bus, mpv: Mpv, tracks: list[Path], tmp_path: Path) -> None:
+    """aai_wait for track_changed, pending while mpv loads another file over its own IPC, returns the new title;
+    a filter nothing matches ends in a timeout result, not an error."""
+    mpv.command("loadfile", str(tracks[0]))
+    wait_until(lambda: mpv.property("path") == str(tracks[0]), 10, "mpv to load track 1")
+    async with stdio_session(gateway_env(library_bus, tmp_path / "home", APP), tmp_path / "stderr.log") as session:
+        new_title = "title == 'track2.wav'"
+        async with waiting(session, app=APP, event="track_changed", filter=new_title, timeout=60) as wait:
+            mpv.command("loadfile", str(tracks[1]))
+        answer = await wait.answer()
+        assert (answer["app"], answer["event"], answer["timedOut"]) == (APP, "track_changed", False)
+        assert answer["payload"]["title"] == "track2.wav"
+        assert answer["payload"]["url"] == tracks[1].as_uri()
+        assert answer["at"].endswith("Z")
+
+        async with waiting(session, app=APP, event="track_changed", filter="title == 'none such'", timeout=2) as wait:
+            mpv.command("loadfile", str(tracks[0]))
+        assert await wait.answer() == {"app": APP, "event": "track_changed", "timedOut": True}
+
+        mpv.command("set_property", "pause", False)
+        wait_until(lambda: mpv.property("pause") is False, 5, "mpv to play")
+        async with waiting(session, app=APP, event="playback_changed", filter="status == 'Paused'", timeout=60) as wait:
+            mpv.command("set_property", "pause", True)
+        assert (await wait.answer())["payload"] == {"status": "Paused"}
+    mpv.command("stop")

@@ -20,7 +20,8 @@ from mcp import ClientSession
 
 from aai_gateway.authoring.knowledge import bundled_folder
 from tests.e2e.mcp_client import stdio_session, text_of
-from tests.e2e.test_dunst import DUNSTRC, MICROSECONDS, NOTIFICATIONS, count, free_display, history
+from tests.e2e.test_dunst import DUNSTRC, MICROSECONDS, NOTIFICATIONS, count, dunstctl, free_display, history
+from tests.library.waiting import waiting
 from tests.support import Bus, gateway_command, install_descriptor, stop, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -159,6 +160,27 @@ async def test_timeout_and_actions_reach_dunst(dunst: Bus, tmp_path: Path) -> No
         entry = history(bus)[0]
         assert (entry["id"], entry["summary"], entry["timeout"]) == (ident, "Tea", 600 * MICROSECONDS)
         assert entry["default_action_name"] == "default"
+
+
+async def test_waits_for_dunst_to_close_a_notification_or_run_its_action(dunst: Bus, tmp_path: Path) -> None:
+    """aai_wait for notification_closed, pending while `dunstctl close` closes the gateway's notification, gets
+    its id and the reason (2: dismissed by the user); action_invoked gets the key `dunstctl action` ran."""
+    bus = dunst
+    async with stdio_session(home_with_entry(bus, tmp_path), tmp_path / "stderr.log") as session:
+        ident = await run(session, "notify", {"summary": "Kettle boiled", "timeout": 600_000})
+        wait_until(lambda: count(bus, "displayed") >= 1, 10, "dunst to show the notification")
+        mine = f"id == `{ident}`"
+        async with waiting(session, app=APP, event="notification_closed", filter=mine, timeout=60) as wait:
+            dunstctl(bus, "close")
+        answer = await wait.answer()
+        assert answer["payload"] == {"id": ident, "reason": 2}
+
+        ident = await run(session, "notify", {"summary": "Tea", "actions": ["default", "Drink"], "timeout": 600_000})
+        wait_until(lambda: count(bus, "displayed") >= 1, 10, "dunst to show the notification")
+        async with waiting(session, app=APP, event="action_invoked", filter=f"id == `{ident}`", timeout=60) as wait:
+            dunstctl(bus, "action", "0")
+        assert (await wait.answer())["payload"] == {"id": ident, "action": "default"}
+        await run(session, "close_notification", {"id": ident})
 
 
 def test_generate_takes_the_library_knowledge(dunst: Bus, tmp_path: Path) -> None:

@@ -19,7 +19,8 @@ import pytest
 
 from tests.e2e.mcp_client import stdio_session
 from tests.library.library_gateway import LIBRARY, Exec, read_only_tools
-from tests.support import stop, wait_until
+from tests.library.waiting import waiting
+from tests.support import gateway_command, stop, wait_until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -205,3 +206,34 @@ async def test_an_added_torrent_and_turtle_mode_are_put_back_by_their_undo(rpc: 
             assert rpc("session-get")["alt-speed-enabled"] is (not before)
             await run.undo(step)
             assert rpc("session-get")["alt-speed-enabled"] is before
+
+
+async def test_a_wait_notices_a_torrent_finishing_by_polling(rpc: Rpc, workdir: Path) -> None:
+    """torrents_finished polls list_torrents: a torrent added without its data is 0 % done; once the data is in
+    place and verified it is 100 %, and the pending wait returns it. The wait and its polls are in the history."""
+    downloads = workdir / "downloads"
+    data = downloads / "survey.txt"
+    data.write_bytes(b"".join(b"survey point %05d\n" % i for i in range(4000)))
+    torrent = torrent_of(data, workdir / "survey.torrent")
+    kept = data.rename(workdir / "survey.txt")
+    home = workdir / "wait-home"
+    env = installed(home, rpc.port)
+    async with stdio_session(env, workdir / "wait-stderr.log") as session:
+        run = Exec(session, APP)
+        added = (await run("add_torrent", source=str(torrent), paused=True))["arguments"]["torrent-added"]
+        wait_until(lambda: rpc.torrents("status")[0]["status"] == 0, 20, "the torrent to stop checking")
+        assert rpc.torrents("percentDone")[0]["percentDone"] == 0
+        done = "contains(finished[].name, 'survey.txt')"
+        async with waiting(session, app=APP, event="torrents_finished", filter=done, timeout=120) as wait:
+            kept.rename(data)
+            rpc("torrent-verify", ids=[added["id"]])
+        answer = await wait.answer()
+        assert answer["payload"] == {"finished": [{"id": added["id"], "name": "survey.txt"}]}
+        await run("remove_torrents", ids=[added["id"]], delete_data=True)
+    listed = subprocess.run(
+        [gateway_command(), "history", "--app", APP, "--json"], env=env, capture_output=True, text=True, check=True
+    )
+    records = json.loads(listed.stdout)
+    assert "(wait) torrents_finished" in [r["tool"] for r in records]
+    polls = [r for r in records if r["tool"] == "list_torrents"]
+    assert len(polls) >= 2

@@ -4,6 +4,7 @@ fields, the listing's entries, retention of a run with its steps, and the statis
 from __future__ import annotations
 
 import asyncio
+import math
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import replace
@@ -19,7 +20,16 @@ from aai_gateway.history.success import success_rates
 from tests.history_runs import STEPS, Step, nowhere, record_run
 
 V2_DUMP = Path(__file__).with_name("history_v2.sql")
+V3_DUMP = Path(__file__).with_name("history_v3.sql")
+"""A history as aai-gateway wrote it with schema 3, before duration sketches."""
 T0 = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def load(dump: Path, path: Path) -> None:
+    """A history as an older aai-gateway left it, from its dump."""
+    with sqlite3.connect(path) as conn:
+        conn.executescript(dump.read_text())
+    conn.close()
 
 
 @pytest.fixture
@@ -49,9 +59,7 @@ def plain(call_id: str, at: datetime, **more: object) -> Record:
 
 def test_a_schema_2_history_opens_keeps_its_rows_and_takes_runs(tmp_path: Path) -> None:
     path = tmp_path / "history.db"
-    with sqlite3.connect(path) as conn:
-        conn.executescript(V2_DUMP.read_text())
-    conn.close()
+    load(V2_DUMP, path)
     store = HistoryStore(path, retention_days=36500)
     try:
         store.start()
@@ -84,8 +92,9 @@ def test_a_schema_2_history_opens_keeps_its_rows_and_takes_runs(tmp_path: Path) 
             plan = conn.execute("EXPLAIN QUERY PLAN SELECT id FROM calls WHERE parent = ? ORDER BY time", ("x",))
             details = " ".join(str(row[3]) for row in plan)
         conn.close()
-        assert SCHEMA_VERSION == 3
+        assert SCHEMA_VERSION == 4
         assert "calls_parent" in indexes
+        assert not {"calls_durations", "calls_consent"} & indexes  # dropped by schema 4
         assert "USING INDEX calls_parent" in details or "USING COVERING INDEX calls_parent" in details
     finally:
         store.close()
@@ -229,3 +238,32 @@ def test_stats_count_each_step_as_a_call_of_its_app_and_a_run_once(store: Histor
 def write(store: HistoryStore, records: list[Record]) -> None:
     for record in records:
         store.submit(record).result(10)
+
+
+@pytest.mark.parametrize("reader_first", [False, True])
+def test_a_schema_3_history_gets_its_sketches_and_consent_counts(tmp_path: Path, reader_first: bool) -> None:
+    path = tmp_path / "history.db"
+    load(V3_DUMP, path)
+    store = HistoryStore(path, retention_days=36500)
+    try:
+        if not reader_first:
+            store.start()
+        since, until = datetime(2026, 11, 20, 9, tzinfo=UTC), datetime(2026, 11, 20, 12, tzinfo=UTC)
+        found = store.stats(since, until)  # the whole hours 09-11 from the sketches the migration made
+        echo = {(t.app, t.tool): t for t in found.tools}[("dev.aai.echo", "echo")]
+        durations = [float(n + 1) for n in range(12)] + [0.5]
+        assert echo.calls == 13
+        expected = [sorted(durations)[max(0, math.ceil(f * 13) - 1)] for f in (0.5, 0.95, 0.99)]
+        assert [echo.p50_ms, echo.p95_ms, echo.p99_ms] == pytest.approx(expected, rel=0.01)
+        assert found.durations.p99_ms == pytest.approx(30.0, rel=0.01)
+        assert found.consent.outcomes == {"once": 1, "tool": 1}
+        with sqlite3.connect(path) as conn:
+            assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+            indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+            sketched = conn.execute("SELECT count(*) FROM call_durations").fetchone()[0]
+            counted = conn.execute("SELECT count(*) FROM call_tools").fetchone()[0]
+        conn.close()
+        assert not {"calls_durations", "calls_consent"} & indexes
+        assert sketched == counted == 6  # one per hour, app and tool of the 16 calls
+    finally:
+        store.close()

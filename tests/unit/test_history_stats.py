@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from aai_gateway.history import HistoryStore, Record, rows
+from aai_gateway.history import HistoryStore, Record, reader, rows, writer
 from aai_gateway.history import store as store_module
 from aai_gateway.history.export import lines
 from aai_gateway.history.record import iso
@@ -95,8 +95,13 @@ def test_known_numbers_over_the_whole_history(store: HistoryStore) -> None:
     assert found.buckets == ("2030-05-01", "2030-05-02", "2030-05-03", "2030-05-04")
     assert [(a.name, a.calls, a.errors) for a in found.apps] == [("a", 100, 8), ("b", 10, 2)]
     x, y = found.tools
-    assert (x.app, x.tool, x.calls, x.errors, x.p50_ms, x.p95_ms) == ("a", "x", 100, 8, 50.0, 95.0)
-    assert (y.app, y.tool, y.calls, y.errors, y.p50_ms, y.p95_ms) == ("b", "y", 10, 2, 50.0, 100.0)
+    # from the hourly sketches: within 1 % of the exact percentiles
+    assert (x.app, x.tool, x.calls, x.errors) == ("a", "x", 100, 8)
+    assert (x.p50_ms, x.p95_ms, x.p99_ms) == pytest.approx((50.0, 95.0, 99.0), rel=0.01)
+    assert (y.app, y.tool, y.calls, y.errors) == ("b", "y", 10, 2)
+    assert (y.p50_ms, y.p95_ms, y.p99_ms) == pytest.approx((50.0, 100.0, 100.0), rel=0.01)
+    every = found.durations
+    assert (every.p50_ms, every.p95_ms, every.p99_ms) == pytest.approx((50.0, 95.0, 100.0), rel=0.01)
     assert [(e.app, e.tool, e.error_type, e.count) for e in found.error_kinds] == [
         ("a", "x", "TIMEOUT", 5),
         ("a", "x", "INVALID_PARAMS", 3),
@@ -116,8 +121,14 @@ def test_known_numbers_over_the_whole_history(store: HistoryStore) -> None:
         "calls": 100,
         "errors": 8,
         "errorRate": 0.08,
-        "p50Ms": 50.0,
-        "p95Ms": 95.0,
+        "p50Ms": pytest.approx(50.0, rel=0.01),
+        "p95Ms": pytest.approx(95.0, rel=0.01),
+        "p99Ms": pytest.approx(99.0, rel=0.01),
+    }
+    assert document["durations"] == {
+        "p50Ms": pytest.approx(50.0, rel=0.01),
+        "p95Ms": pytest.approx(95.0, rel=0.01),
+        "p99Ms": pytest.approx(100.0, rel=0.01),
     }
     assert document["consent"] == {"asked": 3, "answered": 2, "outcomes": {"never": 1, "once": 1, "unanswered": 1}}
 
@@ -132,7 +143,12 @@ def test_filters_and_a_range_within_one_hour(store: HistoryStore) -> None:
     # 12:00, 12:29 and 12:58 of a:x (1, 2 and 3 ms), 12:07 of b:y
     hour = store.stats(T0, T0 + timedelta(minutes=59))
     assert (hour.bucket, hour.calls, hour.buckets) == ("hour", 4, ("2030-05-01T12",))
-    assert [(t.tool, t.p50_ms, t.p95_ms) for t in hour.tools] == [("x", 2.0, 3.0), ("y", 10.0, 10.0)]
+    # no whole hour: exact, from the calls
+    assert [(t.tool, t.p50_ms, t.p95_ms, t.p99_ms) for t in hour.tools] == [
+        ("x", 2.0, 3.0, 3.0),
+        ("y", 10.0, 10.0, 10.0),
+    ]
+    assert (hour.durations.p50_ms, hour.durations.p99_ms) == (2.0, 10.0)
 
 
 def test_an_empty_or_absent_history(store: HistoryStore, tmp_path: Path) -> None:
@@ -156,17 +172,19 @@ def expected(records: list[Record], since: datetime, until: datetime, **only: st
     for r in chosen:
         tools.setdefault((r.app, r.tool), []).append(r)
 
-    def pct(rs: list[Record], fraction: float) -> float:
+    def pct(rs: list[Record], fraction: float) -> Any:
         durations = sorted(r.duration_ms for r in rs)
-        return durations[max(0, math.ceil(fraction * len(durations)) - 1)]
+        return pytest.approx(durations[max(0, math.ceil(fraction * len(durations)) - 1)], rel=0.01)
 
     return {
         "calls": len(chosen),
         "errors": sum(r.status == "error" for r in chosen),
         "apps": Counter(r.app for r in chosen),
         "tools": {
-            k: (len(v), sum(r.status == "error" for r in v), pct(v, 0.5), pct(v, 0.95)) for k, v in tools.items()
+            k: (len(v), sum(r.status == "error" for r in v), pct(v, 0.5), pct(v, 0.95), pct(v, 0.99))
+            for k, v in tools.items()
         },
+        "durations": tuple(pct(chosen, f) for f in (0.5, 0.95, 0.99)) if chosen else (None, None, None),
         "kinds": top(Counter((r.app, r.tool, r.error_type) for r in chosen if r.status == "error")),
         "callers": Counter(r.caller for r in chosen),
         "consent": Counter(r.consent for r in chosen if r.consent is not None),
@@ -183,7 +201,8 @@ def observed(found: Stats) -> dict[str, Any]:
         "calls": found.calls,
         "errors": found.errors,
         "apps": Counter({a.name: a.calls for a in found.apps}),
-        "tools": {(t.app, t.tool): (t.calls, t.errors, t.p50_ms, t.p95_ms) for t in found.tools},
+        "tools": {(t.app, t.tool): (t.calls, t.errors, t.p50_ms, t.p95_ms, t.p99_ms) for t in found.tools},
+        "durations": (found.durations.p50_ms, found.durations.p95_ms, found.durations.p99_ms),
         "kinds": Counter({(e.app, e.tool, e.error_type): e.count for e in found.error_kinds}),
         "callers": Counter({c.name: c.calls for c in found.callers}),
         "consent": Counter(found.consent.outcomes),
@@ -248,6 +267,11 @@ def test_deleting_old_calls_keeps_the_hourly_counts_exact(tmp_path: Path) -> Non
         with sqlite3.connect(store.path) as conn:
             assert conn.execute("SELECT count(*) FROM call_tools WHERE calls <= 0").fetchone() == (0,)
             assert conn.execute("SELECT sum(calls) FROM call_tools").fetchone() == (20,)
+            # the sketches of the deleted hours went with them
+            tools_rows = conn.execute("SELECT count(*) FROM call_tools").fetchone()
+            assert conn.execute("SELECT count(*) FROM call_durations").fetchone() == tools_rows
+            days = conn.execute("SELECT count(DISTINCT substr(hour, 1, 10) || app || tool) FROM call_tools").fetchone()
+            assert conn.execute("SELECT count(*) FROM call_durations_daily").fetchone() == days
         conn.close()
     finally:
         store.close()
@@ -287,7 +311,7 @@ def replace_consent(record: Record) -> Record:
 
 
 def test_export_streams_every_record_in_order_in_batches(store: HistoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_module, "EXPORT_BATCH", 3)
+    monkeypatch.setattr(reader, "EXPORT_BATCH", 3)
     records = known()
     write(store, records)
     assert [r.call_id for r in store.export()] == [r.call_id for r in records]
@@ -312,7 +336,7 @@ def test_csv_has_a_header_and_no_formula_a_spreadsheet_would_run(store: HistoryS
 def test_the_writer_brings_the_hourly_counts_up_to_date_as_calls_are_recorded(
     store: HistoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "CHECKPOINT_EVERY", 5)
+    monkeypatch.setattr(writer, "CHECKPOINT_EVERY", 5)
     records = random_history(11, 40)
     write(store, records[:12])  # by the writer thread: counted once 5 are waiting
 
@@ -330,3 +354,20 @@ def test_the_writer_brings_the_hourly_counts_up_to_date_as_calls_are_recorded(
     assert hourly == counted
     everything = (T0 - timedelta(days=1), T0 + timedelta(days=5))
     assert observed(store.stats(*everything)) == expected(records, *everything)
+
+
+@pytest.mark.hostile("store")
+def test_sketches_that_are_not_sketches_leave_the_rest_standing(store: HistoryStore) -> None:
+    write(store, known())
+    store.purge()
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("UPDATE call_durations SET sketch = 'not a sketch' WHERE app = 'b'")
+        conn.execute("UPDATE call_durations_daily SET sketch = 42 WHERE app = 'b'")
+        conn.execute("UPDATE call_durations SET sketch = x'00' WHERE app = 'a' AND hour = '2030-05-01T12'")
+    conn.close()
+    found = store.stats(T0, T0 + timedelta(days=3))
+    x, y = found.tools
+    assert (x.calls, y.calls) == (100, 10)  # the counts are whole
+    assert x.p50_ms == pytest.approx(52.0, rel=0.01)  # 4..100 ms: without the first hour's three calls
+    assert y.p50_ms is None
+    json.dumps(found.to_json(), allow_nan=False)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from aai_gateway.history import HistoryStore, HistoryUnavailable, Record, parse_time
-from aai_gateway.history import store as store_module
+from aai_gateway.history import HistoryStore, HistoryUnavailable, Record, parse_time, schema
+from aai_gateway.history import writer as writer_module
 from aai_gateway.history.store import SCHEMA_VERSION
 from tests.support import wait_until
 
@@ -163,7 +163,7 @@ def test_retention_deletes_old_records_at_start_and_on_purge(tmp_path: Path) -> 
 
 
 def test_old_records_are_purged_periodically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_module, "PURGE_EVERY", 0.05)
+    monkeypatch.setattr(writer_module, "PURGE_EVERY", 0.05)
     history = HistoryStore(tmp_path / "history.db", retention_days=1)
     try:
         history.start()
@@ -258,7 +258,7 @@ def test_parse_time_refuses(text: str) -> None:
 def test_writes_on_the_event_loop_commit_there_and_checkpoint_on_the_writer(
     store: HistoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "CHECKPOINT_EVERY", 100)
+    monkeypatch.setattr(writer_module, "CHECKPOINT_EVERY", 100)
     store.start()
     jobs: list[str] = []
     submit = store._submit
@@ -377,8 +377,8 @@ def test_the_write_ahead_log_does_not_grow_under_a_steady_stream_of_calls(
     store: HistoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Checkpoints that cannot catch up with the commits would let the log grow with every call."""
-    monkeypatch.setattr(store_module, "CHECKPOINT_EVERY", 50)
-    monkeypatch.setattr(store_module, "WAL_LIMIT", 256 * 1024)
+    monkeypatch.setattr(writer_module, "CHECKPOINT_EVERY", 50)
+    monkeypatch.setattr(writer_module, "WAL_LIMIT", 256 * 1024)
     store.start()
     wal = Path(f"{store.path}-wal")
     sizes: list[int] = []
@@ -404,7 +404,7 @@ def test_the_write_ahead_log_does_not_grow_under_a_steady_stream_of_calls(
 def test_records_that_cannot_be_written_wait_in_memory_bounded_and_are_written_later(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(store_module, "MAX_WAITING", 10)
+    monkeypatch.setattr(writer_module, "MAX_WAITING", 10)
     blocker = tmp_path / "aai"
     blocker.write_text("a file where the folder should be")
     history = HistoryStore(blocker / "history.db")
@@ -439,9 +439,9 @@ def test_a_full_rollback_reports_the_error_itself(tmp_path: Path) -> None:
         conn.execute(f"PRAGMA max_page_count = {pages}")
         big = [make(f"big{i}", result="x" * 50_000) for i in range(20)]
         with pytest.raises(sqlite3.Error) as caught:
-            store_module._insert(conn, big)
+            writer_module._insert(conn, big)
         assert "full" in str(caught.value)
-        assert store_module._reason(caught.value, tmp_path).startswith("disk full")
+        assert schema.reason(caught.value, tmp_path).startswith("disk full")
     finally:
         conn.close()
 

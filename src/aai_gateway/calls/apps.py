@@ -97,7 +97,9 @@ class Apps:
     def guide_of(self, app: Descriptor) -> str:
         """The operation guide; a discovered web app's examples name it by its site."""
         site = self.web_apps.site_of(app)
-        return guide(app, self.platform, site=site.origin if site else None, exec_name=self.spelling.exec)
+        names = self.spelling
+        origin = site.origin if site else None
+        return guide(app, self.platform, site=origin, exec_name=names.exec, wait_name=names.wait)
 
     def tool(self, app: Descriptor, app_id: str, tool_name: str) -> tuple[Descriptor, Binding, Tool]:
         """The app's tool on this platform; ToolNotFound lists its tools and the closest name."""

@@ -29,12 +29,13 @@ from aai_gateway.text import printable, unencodable
 log = logging.getLogger("aai_gateway.calls")
 
 
-class Unsuccessful(AutomationFailed):
+class Unsuccessful(Exception):
     """Raised by `Calls.run`'s work that ended badly but has an answer all the same (a plan that failed and
-    was rolled back): recorded as the failure it is, then `value` is returned."""
+    was rolled back): recorded as `error`, then `value` is returned."""
 
-    def __init__(self, detail: str, value: Any) -> None:
-        super().__init__(detail)
+    def __init__(self, error: AaiError, value: Any) -> None:
+        super().__init__(error.detail)
+        self.error = error
         self.value = value
 
 
@@ -144,7 +145,8 @@ class Calls:
             else:
                 calling = work(asked.append)
             result = await self._counted(asked_by(caller.name, caller.ask, calling))
-        except AaiError as exc:
+        except (AaiError, Unsuccessful) as raised:
+            exc = raised.error if isinstance(raised, Unsuccessful) else raised
             elapsed = _ms(started)
             _after_answer("call %s %s %s:%s failed %s in %.1f ms: %s", *where, exc.type, elapsed, exc.detail)
             await self._recorder.failed(pending, exc, elapsed, alone=not self._running, consent=_asked(asked))

@@ -28,7 +28,7 @@ DEFAULT_SPAN = timedelta(days=7)
 def stats(
     ctx: click.Context, app: str | None, tool: str | None, since: datetime | None, until: datetime | None, as_json: bool
 ) -> None:
-    """Calls per day and app, error rates and the most common errors, p50/p95 duration per tool, the
+    """Calls per day and app, error rates and the most common errors, p50/p95/p99 duration per tool, the
     busiest callers and the consent questions asked and answered: the numbers of the UI's Insights page."""
     until = until or datetime.now(UTC)
     since = since or until - DEFAULT_SPAN
@@ -64,12 +64,17 @@ def report(found: Stats) -> list[str]:
     )
     out += _table(
         "Per tool",
-        ["APP", "TOOL", "CALLS", "FAILED", "RATE", "P50 MS", "P95 MS"],
+        ["APP", "TOOL", "CALLS", "FAILED", "RATE", "P50 MS", "P95 MS", "P99 MS"],
         [
-            [t.app, t.tool, t.calls, t.errors, f"{100 * t.error_rate:.1f} %", _ms(t.p50_ms), _ms(t.p95_ms)]
+            [t.app, t.tool, t.calls, t.errors, f"{100 * t.error_rate:.1f} %", *map(_ms, (t.p50_ms, t.p95_ms, t.p99_ms))]
             for t in found.tools
         ],
     )
+    every = found.durations
+    out += [
+        "",
+        f"Duration of every call: p50 {_ms(every.p50_ms)} ms, p95 {_ms(every.p95_ms)} ms, p99 {_ms(every.p99_ms)} ms",
+    ]
     out += _table(
         "Most common errors",
         ["APP", "TOOL", "ERROR TYPE", "CALLS"],

@@ -221,6 +221,8 @@ def _saved_text(saved: Saved) -> str:
         lines.append(f"    {saved.description}")
     found = inputs.fields(saved.inputs)
     lines.append("    inputs: " + (", ".join(f.text() for f in found) if found else "none"))
+    if saved.triggers:
+        lines.append("    starts on: " + "; ".join(str(t) for t in saved.triggers))
     return "\n".join(terminal_safe(line) for line in lines)
 
 
@@ -245,3 +247,60 @@ def _saved_json(saved: Saved) -> dict[str, Any]:
         ],
         "steps": [{"id": s.id, "app": s.app, "tool": s.tool} for s in saved.plan.steps],
     }
+
+
+@workflow.command(short_help="Let a workflow's triggers start it: shows every tool it may run and every trigger.")
+@click.argument("workflow_id", metavar="ID")
+@click.option("--yes", is_flag=True, help="Approve without asking (after reading what is printed).")
+@click.pass_context
+def approve(ctx: click.Context, workflow_id: str, yes: bool) -> None:
+    """Approve the workflow ID to start on its own triggers (`on`) in a long-lived gateway (`aai-gateway
+    serve`). Nobody is asked when a trigger starts it, so this approval names every tool it may run (its
+    steps, their undos and the reads they need) and every trigger. It holds for the file as it is now:
+    editing the file withdraws it until approved again."""
+    settings = settings_of(ctx)
+
+    async def work(gateway: Gateway) -> None:
+        from aai_gateway.workflows.triggers import tools_of
+
+        saved = gateway.shelf.get(workflow_id)
+        if saved is None:
+            fail(f"no saved workflow '{workflow_id}' in {gateway.shelf.folder} (see `aai-gateway workflow list`)")
+        if not saved.triggers:
+            fail(
+                f"workflow {workflow_id} has no triggers (`on`): agents and `workflow run` start it; nothing to approve"
+            )
+        tools = tools_of(saved, gateway.static_tool)
+        click.echo(f"Workflow {workflow_id} ({terminal_safe(saved.name)}), from {saved.file}")
+        click.echo("It starts on its own, with nobody asked, on:")
+        for trigger in saved.triggers:
+            click.echo(f"  {terminal_safe(str(trigger))}")
+        click.echo("and may run these tools:")
+        for tool in tools:
+            app, _, name = tool.partition(":")
+            found = gateway.static_tool(app, name)
+            mark = " [destructive]" if found is not None and found.destructive else ""
+            click.echo(f"  {terminal_safe(tool)}{mark}")
+        if not yes and not click.confirm("Approve it?", default=False):
+            click.echo("Not approved.")
+            sys.exit(1)
+        gateway.approvals.approve(saved, tools, source="cli")
+        click.echo(
+            f"Approved. Editing {saved.file.name} withdraws the approval; `aai-gateway workflow revoke "
+            f"{workflow_id}` does too."
+        )
+
+    on_gateway(settings, work)
+
+
+@workflow.command(short_help="Withdraw the approval of a workflow's triggers.")
+@click.argument("workflow_id", metavar="ID")
+@click.pass_context
+def revoke(ctx: click.Context, workflow_id: str) -> None:
+    """Withdraw the approval of the workflow ID: its triggers no longer start it."""
+    from aai_gateway.workflows.approvals import Approvals
+
+    if Approvals(settings_of(ctx).aai_home).revoke(workflow_id):
+        click.echo(f"Workflow {workflow_id}'s triggers no longer start it.")
+    else:
+        click.echo(f"Workflow {workflow_id} was not approved.")

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from aai_gateway.descriptor.examples import example_args
-from aai_gateway.descriptor.model import Annotations, Binding, Descriptor, Tool
+from aai_gateway.descriptor.model import Annotations, Binding, Descriptor, Event, Tool
 from aai_gateway.descriptor.parameters import parameter_lines
 
 AUTH_TEXT = {
@@ -32,7 +32,9 @@ def catalogue_entry(app: Descriptor) -> str:
     return text + " Call to get guide."
 
 
-def guide(app: Descriptor, platform: str, *, site: str | None = None, exec_name: str = "aai_exec") -> str:
+def guide(
+    app: Descriptor, platform: str, *, site: str | None = None, exec_name: str = "aai_exec", wait_name: str = "aai_wait"
+) -> str:
     """The markdown operation guide for the tools `platform` serves; `exec_name` is the exec tool as listed.
 
     `site` is the origin a web app was discovered at: the guide shows it, and its examples name the app
@@ -63,6 +65,10 @@ def guide(app: Descriptor, platform: str, *, site: str | None = None, exec_name:
     lines += ["", "## Available Operations", ""]
     for binding, tool in app.tools(platform):
         lines += _operation(site or app.app_id, binding, tool, exec_name)
+    if app.events:
+        lines += ["## Events", "", f"Wait for one with {wait_name} {{app, event, filter?, timeout}}.", ""]
+        for event in app.events:
+            lines += _event(site or app.app_id, event, wait_name)
     lines += ["---", "", f"Use {exec_name} tool to execute operations."]
     return "\n".join(lines) + "\n"
 
@@ -139,6 +145,19 @@ def _operation(app_ref: str, binding: Binding, tool: Tool, exec_name: str) -> li
         "",
     ]
     return lines
+
+
+def _event(app_ref: str, event: Event, wait_name: str) -> list[str]:
+    lines = [f"### {event.name}", "", one_line(event.description), ""]
+    if event.kind == "poll":
+        what = f"the result of `{event.source.get('tool')}`, polled every {event.source.get('every')} s"
+    else:
+        fields = event.source.get("fields")
+        named = ", ".join(str(f) for f in fields) if isinstance(fields, list) else ""
+        what = f"the signal's arguments {{{named}}}" if named else 'the signal\'s arguments as {"args": [...]}'
+    lines += [f"**Payload**: {what}" + (" (reshaped by the descriptor)" if event.payload is not None else "") + ".", ""]
+    example = f'{wait_name}({{app: "{app_ref}", event: "{event.name}", timeout: 60}})'
+    return [*lines, "**Example**:", "```", example, "```", ""]
 
 
 def one_line(text: str) -> str:

@@ -104,6 +104,39 @@ class Undo:
 
 
 @dataclass(frozen=True, slots=True)
+class Event:
+    """Something the app announces that an agent can wait for: a DBus signal, or a poll of a read-only tool.
+
+    `source` is the descriptor's `dbus` or `poll` object as written, read only by the event source of that
+    `kind` (see `aai_gateway.events`), so a new kind of source needs no change here."""
+
+    name: str
+    description: str
+    kind: str
+    """`dbus` or `poll`: the source that notices it."""
+    source: Mapping[str, Any] = field(default_factory=dict)
+    when: str | None = None
+    """A JMESPath query over the payload: a signal counts only when true; a poll fires when it turns true."""
+    payload: Any = None
+    """A template whose `${…}` queries read the raw payload, giving what waiters receive; None keeps it whole."""
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Event:
+        kind = "dbus" if "dbus" in raw else "poll"
+        return cls(
+            str(raw["name"]), str(raw.get("description", "")), kind, raw[kind], raw.get("when"), raw.get("payload")
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        given = {"name": self.name, "description": self.description, self.kind: _plain(self.source)}
+        return (
+            given
+            | ({"when": self.when} if self.when else {})
+            | ({"payload": _plain(self.payload)} if self.payload is not None else {})
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Tool:
     name: str
     description: str
@@ -150,6 +183,8 @@ class Descriptor:
     aliases: tuple[str, ...] = ()
     version: str | None = None
     source: str = ""
+    events: tuple[Event, ...] = ()
+    """What the app announces that an agent can wait for (`aai_wait`)."""
     document: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The descriptor as written (what `resources/read` returns)."""
 
@@ -185,9 +220,13 @@ class Descriptor:
                     found.append((binding, tool))
         return found
 
+    def event(self, name: str) -> Event | None:
+        return next((e for e in self.events if e.name == name), None)
+
     def to_json(self) -> dict[str, Any]:
         """A plain, stable JSON form of the model (golden files, `resources/read`)."""
-        return {
+        events = {"events": [e.to_json() for e in self.events]} if self.events else {}
+        return events | {
             "appId": self.app_id,
             "shape": self.shape,
             "names": [{"text": n.text, "lang": n.lang} for n in self.names],

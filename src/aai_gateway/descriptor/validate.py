@@ -22,6 +22,7 @@ from jsonschema.exceptions import best_match
 
 from aai_gateway import __version__, problems
 from aai_gateway.descriptor import instances
+from aai_gateway.descriptor.event_checks import event_problems
 from aai_gateway.descriptor.formats import detect, normalise
 from aai_gateway.descriptor.mcp_checks import mcp_problems, override_problems
 from aai_gateway.descriptor.model import Descriptor, Shape
@@ -71,7 +72,7 @@ def rules_fingerprint() -> str:
     schemas = files("aai_gateway.descriptor").joinpath("schemas")
     for shape in ("multi", "single", "camel"):
         digest.update(schemas.joinpath(f"aai-{shape}.schema.json").read_bytes())
-    checks = (unknown_keys, ref_problems, mcp_problems, instances, undo_problems)
+    checks = (unknown_keys, ref_problems, mcp_problems, instances, undo_problems, event_problems)
     for module in (__file__, problems.__file__, *(inspect.getfile(check) for check in checks)):
         digest.update(Path(module).read_bytes())
     return digest.hexdigest()
@@ -282,6 +283,10 @@ def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> lis
             problems.extend(hint_problems(tool, at, source))
             problems.extend(undo_problems(tools, index, at, source, added))
     problems.extend(instances.problems(doc, shape, source))
+    lists = _tool_lists(doc, shape)
+    every_tool = [tool for *_, tools, _ in lists for tool in tools]
+    served = all(automation != "mcp" for _, automation, _, _ in lists)
+    problems.extend(event_problems(doc.get("events"), every_tool, source, tools_known=served))
     name = doc["name"] if shape == "multi" else doc["app"]["name"]
     if isinstance(name, str) and not name.replace("|", "").strip():
         at = ["name"] if shape == "multi" else ["app", "name"]

@@ -187,6 +187,16 @@ class DbusExecutor:
         signature = await self._method_signature(bus, target, call)
         return message(target.interface, target.member, signature, self._body(call, signature))
 
+    async def bus(self, kind: str) -> MessageBus:
+        """The shared connection to the `session` or `system` bus (opened if need be): event sources listen
+        for signals on it."""
+        try:
+            return await self._bus(kind)
+        except AaiError:
+            raise
+        except Exception as exc:
+            raise AutomationFailed(f"could not reach the DBus {kind} bus: {exc}") from exc
+
     async def _bus(self, kind: str) -> MessageBus:
         bus = self._buses.get(kind)
         if bus is not None and bus.connected:

@@ -8,16 +8,16 @@ purge, which takes the deleted calls off), and `counted` says up to which `seq`.
 each insert nearly doubled the cost of recording a call (bench.history_cost, 0.07 -> 0.13 ms). A range is read
 in one snapshot from these counts for its whole hours, plus the calls recorded since (seq above
 `counted`), and from the calls themselves (index on time) for the partial hours at its two ends, so
-every figure is exact whatever the range.
+every count is exact whatever the range.
 
-The nearest-rank p50 and p95 duration of the busiest MAX_TOOLS tools are read from the calls, by one
-`ORDER BY duration_ms LIMIT 1 OFFSET k` each along the index (app, tool, duration_ms, time), from the
-nearer end (p95 from the top): at most about half of a tool's index entries are walked, whatever the
-range, and no row comes into Python. A second index (app, tool, time, duration_ms) to sort a narrow
-range's calls instead was faster for a day out of 30 (17 against 44 ms for 20 tools on a million
-calls) but added to the cost of recording every call. The consent questions are counted from a
-partial index over the calls that asked one. `bench/stats.py` measures each query on a
-million calls.
+The p50, p95 and p99 duration of each tool, and of all of them, come from duration sketches kept per
+hour and per day, app and tool beside the counts (schema 4, `SKETCHES`; history/sketch.py), within
+1 % of the exact nearest-rank percentiles: the sketches of the range's whole days and hours are
+merged, and the durations of its partial hours and of the calls not counted yet are added to them; a
+tool with no sketch in the range (a range within an hour or two) gets its exact percentiles. The consent
+questions are counted per hour too. Schemas 2 and 3 read durations and consent questions from two
+indexes on the calls instead, which cost about 11 % of recording a call. `bench/stats.py` measures
+each query on a million calls.
 """
 # ruff: noqa: S608 - the statements are put together from this module's own column and table names;
 # every value is a parameter
@@ -27,16 +27,18 @@ from __future__ import annotations
 import math
 import sqlite3
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from aai_gateway.history import runs
 from aai_gateway.history.record import iso
+from aai_gateway.history.sketch import Sketch, exact, merged, slot
 
 TOP = 10
 """Rows in each ranking: error types, callers."""
 MAX_TOOLS = 20
-"""Tools whose p50/p95 are computed, the busiest first."""
+"""Tools the Insights page plots the durations of, the busiest first."""
+PERCENTILES = (0.50, 0.95, 0.99)
 HOURLY_UP_TO = timedelta(days=2)
 """Ranges this long or shorter are counted per hour, longer ones per day."""
 MAX_BUCKETS = 1000
@@ -44,6 +46,8 @@ MAX_BUCKETS = 1000
 ANSWERED = ("once", "tool", "app", "deny", "never", "decided")
 """`Record.consent` values of a question that got an answer."""
 HOUR = "substr(time, 1, 13)"
+FAILED = "status = 'error'"
+ASKED = "consent IS NOT NULL"
 
 SCHEMA = (
     """CREATE TABLE call_tools (
@@ -65,7 +69,25 @@ SCHEMA = (
 )
 """The hourly counts (made from the calls already kept by `count_new`) and the indexes the statistics read;
 part of the store's schema 2."""
-COUNTS = ("call_tools", "call_callers", "call_errors")
+SKETCHES = (
+    """CREATE TABLE call_durations (
+        hour TEXT NOT NULL, app TEXT NOT NULL, tool TEXT NOT NULL, sketch BLOB NOT NULL,
+        PRIMARY KEY (hour, app, tool)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE call_durations_daily (
+        day TEXT NOT NULL, app TEXT NOT NULL, tool TEXT NOT NULL, sketch BLOB NOT NULL,
+        PRIMARY KEY (day, app, tool)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE call_consent (
+        hour TEXT NOT NULL, app TEXT NOT NULL, tool TEXT NOT NULL, consent TEXT NOT NULL, calls INTEGER NOT NULL,
+        PRIMARY KEY (hour, app, tool, consent)
+    ) WITHOUT ROWID""",
+    "DROP INDEX IF EXISTS calls_durations",
+    "DROP INDEX IF EXISTS calls_consent",
+)
+"""Schema 4: duration sketches per hour and per day, and consent questions per hour, instead of the two
+indexes of schema 2."""
+COUNTS = ("call_tools", "call_callers", "call_errors", "call_consent")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +125,7 @@ class ToolUsage:
     errors: int
     p50_ms: float | None = None
     p95_ms: float | None = None
-    """None for the tools beyond the MAX_TOOLS busiest."""
+    p99_ms: float | None = None
 
     @property
     def error_rate(self) -> float:
@@ -118,6 +140,22 @@ class ToolUsage:
             "errorRate": round(self.error_rate, 4),
             "p50Ms": None if self.p50_ms is None else round(self.p50_ms, 3),
             "p95Ms": None if self.p95_ms is None else round(self.p95_ms, 3),
+            "p99Ms": None if self.p99_ms is None else round(self.p99_ms, 3),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Durations:
+    """The p50, p95 and p99 duration of the calls of a range, all tools together; None without calls."""
+
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            name: None if ms is None else round(ms, 3)
+            for name, ms in (("p50Ms", self.p50_ms), ("p95Ms", self.p95_ms), ("p99Ms", self.p99_ms))
         }
 
 
@@ -156,6 +194,7 @@ class Stats:
     error_kinds: tuple[ErrorKind, ...]
     callers: tuple[Count, ...]
     consent: Consent
+    durations: Durations = Durations()
 
     @property
     def calls(self) -> int:
@@ -183,6 +222,7 @@ class Stats:
             "errorTypes": [e.to_json() for e in self.error_kinds],
             "callers": [{"caller": c.name, **c.to_json()} for c in self.callers],
             "consent": self.consent.to_json(),
+            "durations": self.durations.to_json(),
         }
 
 
@@ -210,7 +250,7 @@ def gather(
 
 
 def _gather(part: _Parts, bucket: str, buckets: tuple[str, ...]) -> Stats:
-    conn, since, until, app, tool = part.conn, part.since, part.until, part.app, part.tool
+    since, until, app, tool = part.since, part.until, part.app, part.tool
     width = 13 if bucket == "hour" else 10
     per_bucket: dict[str, dict[str, Count]] = {}
     for (moment, name), (calls, errors) in part.sums(
@@ -228,12 +268,12 @@ def _gather(part: _Parts, bucket: str, buckets: tuple[str, ...]) -> Stats:
         (ToolUsage(a, t, c, e) for (a, t), (c, e) in part.sums(2, "app, tool", "app, tool", "call_tools").items()),
         key=lambda u: (-u.calls, u.app, u.tool),
     )
-    timed = [_timed(conn, usage, since, until) for usage in tools[:MAX_TOOLS]]
+    timed, durations = _timed(part, tools)
     kinds = sorted(
         (
             ErrorKind(a, t, k, n)
             for (a, t, k), (n,) in part.sums(
-                3, "app, tool, error_type", "app, tool, coalesce(error_type, 'ERROR')", "call_errors", errors=True
+                3, "app, tool, error_type", "app, tool, coalesce(error_type, 'ERROR')", "call_errors", only=FAILED
             ).items()
         ),
         key=lambda e: (-e.count, e.app, e.tool, e.error_type),
@@ -241,12 +281,7 @@ def _gather(part: _Parts, bucket: str, buckets: tuple[str, ...]) -> Stats:
     # the hourly counts per caller are not kept per tool: with a tool, counted from that tool's calls
     by_caller = part.sums(1, "caller", "caller", "call_callers" if tool is None else None)
     callers = sorted((Count(c, n, e) for (c,), (n, e) in by_caller.items()), key=lambda c: (-c.calls, c.name))[:TOP]
-    outcomes = dict(
-        conn.execute(
-            f"SELECT consent, count(*) FROM calls WHERE consent IS NOT NULL AND {part.whole} GROUP BY consent",
-            part.whole_params,
-        ).fetchall()
-    )
+    outcomes = {str(k): n for (k,), (n,) in part.sums(1, "consent", "consent", "call_consent", only=ASKED).items()}
     return Stats(
         since,
         until,
@@ -256,10 +291,11 @@ def _gather(part: _Parts, bucket: str, buckets: tuple[str, ...]) -> Stats:
         buckets,
         per_bucket,
         app_counts,
-        (*timed, *tools[MAX_TOOLS:]),
+        timed,
         tuple(kinds),
         tuple(callers),
         Consent(outcomes),
+        durations,
     )
 
 
@@ -288,16 +324,28 @@ def delete_before(conn: sqlite3.Connection, cutoff: str) -> int:
     return deleted
 
 
-def _add(conn: sqlite3.Connection, where: str, params: list[Any], sign: int = 1) -> None:
-    """Add (or with sign -1 take off) the calls matching `where` to the hourly counts."""
+def backfill(conn: sqlite3.Connection) -> None:
+    """Schema 3 -> 4: the sketches and consent counts of the calls already counted. In the migration's transaction."""
+    (counted,) = conn.execute("SELECT seq FROM counted").fetchone()
+    _add(conn, "seq <= ?", [counted], tables=("call_consent",))
+    _add_durations(conn, "seq <= ?", [counted])
+
+
+def _add(
+    conn: sqlite3.Connection, where: str, params: list[Any], sign: int = 1, tables: tuple[str, ...] = COUNTS
+) -> None:
+    """Add (or with sign -1 take off) the calls matching `where` to the hourly counts and sketches."""
     for table, keys, count, measures in (
         ("call_tools", "app, tool", 2, "count(*), sum(status = 'error')"),
         ("call_callers", "app, caller", 2, "count(*), sum(status = 'error')"),
         ("call_errors", "app, tool, coalesce(error_type, 'ERROR')", 3, "count(*)"),
+        ("call_consent", "app, tool, consent", 3, "count(*)"),
     ):
-        failed = "status = 'error' AND " if table == "call_errors" else ""
+        if table not in tables:
+            continue
+        failed = {"call_errors": f"{FAILED} AND ", "call_consent": f"{ASKED} AND "}.get(table, "")
         signed = ", ".join(f"{sign} * {m}" for m in measures.split(", "))
-        columns = "calls" if table == "call_errors" else "calls, errors"
+        columns = "calls" if count == 3 else "calls, errors"
         updates = ", ".join(f"{c} = {c} + excluded.{c}" for c in columns.split(", "))
         group = ", ".join(str(i + 1) for i in range(count + 1))
         conn.execute(
@@ -305,6 +353,37 @@ def _add(conn: sqlite3.Connection, where: str, params: list[Any], sign: int = 1)
             f"GROUP BY {group} ON CONFLICT DO UPDATE SET {updates}",
             params,
         )
+    if tables == COUNTS:
+        _add_durations(conn, where, params, sign)
+
+
+def _add_durations(conn: sqlite3.Connection, where: str, params: list[Any], sign: int = 1) -> None:
+    """Add (or take off) the durations of the calls matching `where` to the sketches of their hours and
+    days; SQL groups them by slot, so a sketch is read and written once per hour (day), app and tool."""
+    conn.create_function("aai_slot", 1, slot, deterministic=True)
+    hours: dict[tuple[str, str, str], Sketch] = {}
+    for hour, app, tool, k, n, low, high in conn.execute(
+        f"SELECT {HOUR}, app, tool, aai_slot(duration_ms), count(*), min(duration_ms), max(duration_ms) "
+        f"FROM calls WHERE {where} GROUP BY 1, 2, 3, 4",
+        params,
+    ):
+        hours.setdefault((hour, app, tool), Sketch()).add_slot(k, n, low, high)
+    days: dict[tuple[str, str, str], Sketch] = {}
+    for (hour, app, tool), added in hours.items():
+        days.setdefault((hour[:10], app, tool), Sketch()).merge(added)
+    for table, column, found in (("call_durations", "hour", hours), ("call_durations_daily", "day", days)):
+        key = f"{column} = ? AND app = ? AND tool = ?"
+        for at, added in found.items():
+            row = conn.execute(f"SELECT sketch FROM {table} WHERE {key}", at).fetchone()
+            sketch = Sketch() if row is None else Sketch.of_blob(row[0])
+            if sign > 0:
+                sketch.merge(added)
+            else:
+                sketch.subtract(added)
+            if sketch.counts > 0:
+                conn.execute(f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?, ?)", (*at, sketch.to_blob()))
+            else:
+                conn.execute(f"DELETE FROM {table} WHERE {key}", at)
 
 
 class _Parts:
@@ -335,13 +414,13 @@ class _Parts:
         self.whole_params = [iso(since), iso(until), *self.filter_params]
 
     def sums(
-        self, keys: int, counted_keys: str, call_keys: str, table: str | None, *, errors: bool = False
+        self, keys: int, counted_keys: str, call_keys: str, table: str | None, *, only: str | None = None
     ) -> dict[tuple[Any, ...], tuple[int, ...]]:
-        """Key -> (calls, failed calls) over the range; with `errors`, key -> (failed calls,) for error kinds.
-        `table` None: from the calls alone, over the whole range."""
+        """Key -> (calls, failed calls) over the range; with `only` (FAILED, ASKED), key -> (calls,) of the
+        calls that match it, from a table that counts those alone. `table` None: from the calls alone."""
         group = ", ".join(str(i + 1) for i in range(keys))
-        failed = "status = 'error' AND " if errors else ""
-        measures = "count(*)" if errors else "count(*), sum(status = 'error')"
+        failed = f"{only} AND " if only else ""
+        measures = "count(*)" if only else "count(*), sum(status = 'error')"
         queries: list[tuple[str, list[Any]]] = []
         if table is None:
             sql = f"SELECT {call_keys}, {measures} FROM calls WHERE {failed}{self.whole} GROUP BY {group}"
@@ -350,7 +429,7 @@ class _Parts:
             if self.hours is not None:
                 tool = self.tool if table != "call_callers" else None
                 filters, params = _filters(self.app, tool)
-                counted = "sum(calls)" if errors else "sum(calls), sum(errors)"
+                counted = "sum(calls)" if only else "sum(calls), sum(errors)"
                 sql = (
                     f"SELECT {counted_keys}, {counted} FROM {table} WHERE hour >= ? AND hour < ?{filters} "
                     f"GROUP BY {group}"
@@ -375,26 +454,79 @@ class _Parts:
                     total[i] += value or 0
         return {key: tuple(values) for key, values in found.items() if values[0] > 0}
 
+    def durations(self) -> tuple[dict[tuple[str, str], list[bytes]], dict[tuple[str, str], list[float]]]:
+        """(app, tool) -> the sketches of the range's whole hours, and -> the durations of the calls not in
+        them: those of the partial hours and those not counted yet."""
+        sketches: dict[tuple[str, str], list[bytes]] = {}
+        loose: dict[tuple[str, str], list[float]] = {}
+        queries: list[tuple[str, list[Any]]] = []
+        if self.hours is not None:
+            filters, params = _filters(self.app, self.tool)
+            for table, column, since, until in _sketched(*self.hours):
+                sql = f"SELECT app, tool, sketch FROM {table} WHERE {column} >= ? AND {column} < ?{filters}"
+                for app, tool, blob in self.conn.execute(sql, [since, until, *params]):
+                    sketches.setdefault((app, tool), []).append(blob)
+            sql = (
+                "SELECT app, tool, duration_ms FROM calls NOT INDEXED "
+                f"WHERE seq > ? AND time >= ? AND time < ?{self.filters}"
+            )
+            queries.append((sql, [self.counted, self.first, self.last, *self.filter_params]))
+        queries.append((f"SELECT app, tool, duration_ms FROM calls WHERE {self.edges}", self.edge_params))
+        for sql, params in queries:
+            for app, tool, ms in self.conn.execute(sql, params):
+                loose.setdefault((app, tool), []).append(ms)
+        return sketches, loose
+
+
+def _sketched(first: str, last: str) -> list[tuple[str, str, str, str]]:
+    """The whole hours from `first` to `last` (2026-11-24T08, exclusive) as the sketches that hold them:
+    (table, key column, from, to), the whole days' from the daily ones (a 30-day range merges some 70
+    sketches a tool instead of 720), the hours at either end from the hourly ones."""
+    day = date.fromisoformat(first[:10])
+    if first[11:13] != "00":
+        day += timedelta(days=1)
+    whole = (day.isoformat(), last[:10])
+    if whole[0] >= whole[1]:
+        return [("call_durations", "hour", first, last)]
+    return [
+        ("call_durations", "hour", first, f"{whole[0]}T00"),
+        ("call_durations_daily", "day", *whole),
+        ("call_durations", "hour", f"{whole[1]}T00", last),
+    ]
+
 
 def percentile_rank(count: int, fraction: float) -> int:
     """The nearest-rank percentile's 0-based position among `count` sorted values."""
     return max(0, math.ceil(fraction * count) - 1)
 
 
-def _timed(conn: sqlite3.Connection, usage: ToolUsage, since: datetime, until: datetime) -> ToolUsage:
-    """`usage` with its p50 and p95, each read along the index from whichever end of the order is nearer."""
-
-    def at(fraction: float) -> float:
-        rank = percentile_rank(usage.calls, fraction)
-        order, skip = ("DESC", usage.calls - 1 - rank) if rank > usage.calls // 2 else ("", rank)
-        row = conn.execute(
-            "SELECT duration_ms FROM calls INDEXED BY calls_durations "
-            f"WHERE app = ? AND tool = ? AND time >= ? AND time <= ? ORDER BY duration_ms {order} LIMIT 1 OFFSET ?",
-            (usage.app, usage.tool, iso(since), iso(until), skip),
-        ).fetchone()
-        return float(row[0]) if row is not None else math.nan
-
-    return ToolUsage(usage.app, usage.tool, usage.calls, usage.errors, at(0.50), at(0.95))
+def _timed(part: _Parts, tools: list[ToolUsage]) -> tuple[tuple[ToolUsage, ...], Durations]:
+    """Each tool with its p50, p95 and p99, and those of all tools together: from the sketches (within 1 %)
+    when the range has any of the tool's, else exact."""
+    sketches, loose = part.durations()
+    every = Sketch()
+    timed = []
+    for usage in tools:
+        key = (usage.app, usage.tool)
+        values = loose.get(key, [])
+        if key in sketches:
+            sketch = merged(sketches[key])
+            for ms in values:
+                sketch.add(ms)
+            every.merge(sketch)
+            found = sketch.percentiles(*PERCENTILES)
+        else:
+            found = exact(values, *PERCENTILES)
+        timed.append(ToolUsage(usage.app, usage.tool, usage.calls, usage.errors, *found))
+    if every.counts:
+        for key, values in loose.items():
+            if key not in sketches:
+                for ms in values:
+                    every.add(ms)
+        overall = every.percentiles(*PERCENTILES)
+    else:
+        overall = exact([ms for values in loose.values() for ms in values], *PERCENTILES)
+    return tuple(timed), Durations(*overall)
 
 
 def _filters(app: str | None, tool: str | None) -> tuple[str, list[Any]]:

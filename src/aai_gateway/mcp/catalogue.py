@@ -11,6 +11,8 @@ from functools import cache
 from typing import Any
 
 from aai_gateway.descriptor.guide import catalogue_entry
+from aai_gateway.events.wait import MAX_TIMEOUT as MAX_WAIT
+from aai_gateway.events.wait import OUTPUT_SCHEMA as WAIT_OUTPUT_SCHEMA
 from aai_gateway.mcp.names import Names
 from aai_gateway.search.schema import OUTPUT_SCHEMA as SEARCH_OUTPUT_SCHEMA
 from aai_gateway.service import MAX_BATCH, Gateway
@@ -107,6 +109,22 @@ RUN_SCHEMA: dict[str, Any] = {
     "required": ["steps"],
 }
 
+WAIT_DESCRIPTION = (
+    "Wait for an app's event (its guide lists them under Events), e.g. a track change or a finished download. "
+    f"Parameters: app, event, filter (JMESPath over the payload), timeout (seconds, at most {MAX_WAIT}). "
+    "Returns the first matching event {app, event, payload, at}, or says none came in time."
+)
+WAIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "app": {"type": "string", "description": "App ID"},
+        "event": {"type": "string", "description": "Event name from the guide"},
+        "filter": {"type": "string", "description": "JMESPath query over the payload: wait until it is true"},
+        "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_WAIT, "description": "Seconds"},
+    },
+    "required": ["app", "event", "timeout"],
+}
+
 
 @cache
 def instructions(style: str) -> str:
@@ -188,10 +206,11 @@ INSTALL_ANNOTATIONS: dict[str, Any] = {
 }
 """It adds an app (never replaces one) and installing it twice changes nothing more."""
 SEARCH_ANNOTATIONS: dict[str, Any] = {"title": "Find an app operation", "readOnlyHint": True, "openWorldHint": True}
+WAIT_ANNOTATIONS: dict[str, Any] = {"title": "Wait for an app's event", "readOnlyHint": True, "openWorldHint": True}
 
 
 def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
-    """The guide model's tools: the fixed ones first (search, install, exec, batch, run, discovery), then one
+    """The guide model's tools: the fixed ones first (search, install, exec, batch, run, wait, discovery), then one
     guide entry per app. Clients that pass only the first N tools to their model (Cursor 40, Windsurf 50) keep
     the fixed ones however many apps there are.
 
@@ -229,6 +248,13 @@ def tool_list(gateway: Gateway, names: Names) -> list[dict[str, Any]]:
             "inputSchema": RUN_SCHEMA,
             "outputSchema": RUN_OUTPUT_SCHEMA,
             "annotations": RUN_ANNOTATIONS,
+        },
+        {
+            "name": names.wait,
+            "description": WAIT_DESCRIPTION,
+            "inputSchema": WAIT_SCHEMA,
+            "outputSchema": WAIT_OUTPUT_SCHEMA,
+            "annotations": WAIT_ANNOTATIONS,
         },
         {
             "name": names.discover,

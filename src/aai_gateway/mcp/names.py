@@ -25,6 +25,7 @@ from aai_gateway.spelling import (
     SEED_INSTALL,
     SEED_RUN,
     SEED_SEARCH,
+    SEED_WAIT,
     STRICT,
     strict,
 )
@@ -37,8 +38,9 @@ DISCOVER = SEED_DISCOVER
 SEARCH = SEED_SEARCH
 INSTALL = SEED_INSTALL
 RUN = SEED_RUN
+WAIT = SEED_WAIT
 
-Kind = Literal["guide", "exec", "batch", "run", "discover", "search", "install", "direct"]
+Kind = Literal["guide", "exec", "batch", "run", "wait", "discover", "search", "install", "direct"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +72,7 @@ class Names:
             strict(SEARCH): Target("search"),
             strict(INSTALL): Target("install"),
             strict(RUN): Target("run"),
+            strict(WAIT): Target("wait"),
         }
         self._guide_names: dict[str, str] = {}
         for app in apps:
@@ -96,6 +99,10 @@ class Names:
     @property
     def run(self) -> str:
         return self.spelling.run
+
+    @property
+    def wait(self) -> str:
+        return self.spelling.wait
 
     @property
     def discover(self) -> str:
@@ -130,6 +137,8 @@ class Names:
             return Target("install")
         if name == RUN:
             return Target("run")
+        if name == WAIT:
+            return Target("wait")
         if name.startswith(APP_PREFIX):
             return Target("guide", name[len(APP_PREFIX) :])
         if name in self._strict:

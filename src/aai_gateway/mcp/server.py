@@ -174,7 +174,7 @@ class GatewayServer:
         names = self.names
         fixed = (
             f"{names.spelling.guide_pattern()}, {names.search}, {names.install}, {names.exec}, {names.batch}, "
-            f"{names.run}, {names.discover}"
+            f"{names.run}, {names.wait}, {names.discover}"
         )
         return ToolNotFound(
             f"no tool named '{name}'; the tools are {fixed} and {names.direct_pattern()} (see resources/list)"
@@ -208,6 +208,9 @@ class GatewayServer:
         field = unencodable(arguments, "")
         if field is not None:
             raise InvalidParams(f"{field[1:]} holds half of a surrogate pair (a lone \\ud800-\\udfff escape)")
+        if target.kind == "wait":
+            text, answer = await self.gateway.wait(arguments, caller)
+            return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=answer)
         if target.kind == "run":
             text, report, failed = await self.gateway.run(arguments, caller)
             return types.CallToolResult(

@@ -36,7 +36,8 @@ STEP_KEYS = frozenset({"id", "app", "tool", "args", "if", "forEach", "timeout", 
 PLAN_KEYS = frozenset({"steps", "output", "onError", "inputs", "timeout"})
 UNDO_KEYS = frozenset({"app", "tool", "args"})
 STEP_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
-ROOTS = frozenset({"inputs", "steps"})
+ROOTS = frozenset({"inputs", "steps", "event"})
+"""What queries read: the inputs, earlier steps, and the event that started a triggered workflow (else null)."""
 UNDO_ROOTS = ROOTS | {"args", "result", "before"}
 
 
@@ -81,6 +82,8 @@ class Plan:
     inputs: Mapping[str, Any] = field(default_factory=dict)
     timeout: float | None = DEFAULT_TIMEOUT
     """Seconds the whole plan may take; None for no bound but each call's own (aai:batch)."""
+    event: Any = None
+    """What started a triggered workflow: `{trigger, payload, at}`, read as `${event…}`."""
 
     def step(self, step_id: str) -> Step:
         return next(s for s in self.steps if s.id == step_id)

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from aai_gateway.calls import Caller, Calls, Unsuccessful
+from aai_gateway.errors import AutomationFailed
 from aai_gateway.text import printable
 from aai_gateway.workflows.checks import targets
 from aai_gateway.workflows.consent import agree
@@ -16,6 +17,8 @@ from aai_gateway.workflows.plan import WORKFLOWS_APP, Plan, Problems, parse
 from aai_gateway.workflows.runner import Report, Run
 from aai_gateway.workflows.saved import Saved
 
+MOST_EVENT = 4_096
+"""Bytes of JSON of what started a triggered run that its history record keeps."""
 MOST_TEXT = 20_000
 """Characters of results the text for the model carries; the structured content has them all."""
 
@@ -41,16 +44,22 @@ async def run_checked(
         steps_caller = replace(caller, ask=ask, parent=run_id)
         report = await Run(plan, calls, steps_caller, undos=found.declared).go()
         if report.status != "ok":
-            raise Unsuccessful(text(report)[:2000], report)
+            raise Unsuccessful(AutomationFailed(text(report)[:2000]), report)
         return report
 
     recorded = {"steps": len(plan.steps), "inputs": dict(plan.inputs)}
+    if plan.event is not None:
+        shown = json.dumps(plan.event, ensure_ascii=False, default=str)
+        recorded["event"] = plan.event if len(shown) <= MOST_EVENT else {"note": f"{len(shown):,} bytes, not kept"}
     report: Report = await calls.run(WORKFLOWS_APP, name, recorded, caller, work)
     return report
 
 
-async def run_saved(saved: Saved, args: Mapping[str, Any], calls: Calls, caller: Caller) -> Report:
-    """A saved workflow run with `args` as its inputs (checked against its inputs schema, defaults filled in)."""
+async def run_saved(
+    saved: Saved, args: Mapping[str, Any], calls: Calls, caller: Caller, *, event: Any = None
+) -> Report:
+    """A saved workflow run with `args` as its inputs (checked against its inputs schema, defaults filled in);
+    `event` is what started a triggered run, read as `${event…}`."""
     tool = saved.tool()
     await calls.check_args(tool, args)
     defaults = {
@@ -58,7 +67,7 @@ async def run_saved(saved: Saved, args: Mapping[str, Any], calls: Calls, caller:
         for name, spec in (saved.inputs.get("properties") or {}).items()
         if isinstance(spec, Mapping) and "default" in spec and name not in args
     }
-    plan = replace(saved.plan, inputs={**defaults, **args})
+    plan = replace(saved.plan, inputs={**defaults, **args}, event=event)
     return await run_checked(plan, calls, caller, name=saved.id, title=f"workflow {saved.id}")
 
 

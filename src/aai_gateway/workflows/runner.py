@@ -122,7 +122,7 @@ class Run:
 
     def context(self, **more: Any) -> dict[str, Any]:
         steps = {i: o.seen() for i, o in self.outcomes.items() if o.status not in ("pending", "running")}
-        return {"inputs": self.plan.inputs, "steps": steps, **more}
+        return {"inputs": self.plan.inputs, "steps": steps, "event": self.plan.event, **more}
 
     async def go(self) -> Report:
         started = time.perf_counter()

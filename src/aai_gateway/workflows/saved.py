@@ -25,8 +25,10 @@ from jsonschema import Draft7Validator
 from aai_gateway.descriptor import Binding, Descriptor, Tool
 from aai_gateway.descriptor.formats.common import pipe_names
 from aai_gateway.descriptor.model import Annotations, Name
+from aai_gateway.expressions import ExpressionError, compiled
 from aai_gateway.problems import Problem, describe, pointer
 from aai_gateway.workflows.plan import WORKFLOWS_APP, Plan, Problems, parse
+from aai_gateway.workflows.schedule import At, Every, ScheduleError, at, every
 
 log = logging.getLogger("aai_gateway.workflows")
 
@@ -35,6 +37,51 @@ MAX_WORKFLOWS = 1_000
 WORKFLOW_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 APP_NAMES = (Name("Workflows"), Name("Arbeitsabläufe", "de"), Name("Flux de travail", "fr"), Name("工作流", "zh"))
 APP_DESCRIPTION = "The user's saved workflows: each runs several app operations as one, results passed along"
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """One thing that starts a saved workflow: an app's event, a timer or a file change."""
+
+    spec: Mapping[str, Any]
+    index: int
+    schedule: Every | At | None = None
+
+    @property
+    def kind(self) -> str:
+        return (
+            "event"
+            if "event" in self.spec
+            else "every"
+            if "every" in self.spec
+            else "at"
+            if "at" in self.spec
+            else "file"
+        )
+
+    @property
+    def debounce(self) -> float:
+        return float(self.spec.get("debounce", 0))
+
+    @property
+    def per_minute(self) -> int:
+        return int(self.spec.get("maxPerMinute", DEFAULT_PER_MINUTE))
+
+    @property
+    def overlap(self) -> bool:
+        return bool(self.spec.get("overlap", False))
+
+    def __str__(self) -> str:
+        spec = self.spec
+        if self.kind == "event":
+            shown = f"{spec['app']}:{spec['event']}"
+            return shown + (f" where {spec['filter']}" if spec.get("filter") else "")
+        if self.schedule is not None:
+            return str(self.schedule)
+        return f"changes under {spec['file']}"
+
+
+DEFAULT_PER_MINUTE = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +94,8 @@ class Saved:
     document: Mapping[str, Any]
     file: Path
     aliases: tuple[str, ...] = ()
+    triggers: tuple[Trigger, ...] = ()
+    """What starts it without an agent (`on`), once the user approved it."""
 
     @property
     def name(self) -> str:
@@ -119,6 +168,12 @@ def checked(doc: Any, workflow_id: str, path: Path) -> Saved | list[Problem]:
     found = [Problem(source, _pointer_of(p, doc), p) for p in problems.found]
     if plan is not None:
         found += _unknown_inputs(plan, inputs, source, doc)
+    triggers: list[Trigger] = []
+    for index, spec in enumerate(doc.get("on") or []):
+        try:
+            triggers.append(_trigger(spec, index))
+        except (ScheduleError, ExpressionError) as exc:
+            found.append(Problem(source, pointer(["on", index]), str(exc)))
     if found or plan is None:
         return found
     names = _names(doc["name"])
@@ -131,7 +186,18 @@ def checked(doc: Any, workflow_id: str, path: Path) -> Saved | list[Problem]:
         doc,
         path,
         tuple(doc.get("aliases", ())),
+        tuple(triggers),
     )
+
+
+def _trigger(spec: Mapping[str, Any], index: int) -> Trigger:
+    if "every" in spec:
+        return Trigger(spec, index, every(str(spec["every"])))
+    if "at" in spec:
+        return Trigger(spec, index, at(str(spec["at"])))
+    if spec.get("filter"):
+        compiled(str(spec["filter"]), "filter")
+    return Trigger(spec, index)
 
 
 def _names(raw: Any) -> tuple[Name, ...]:

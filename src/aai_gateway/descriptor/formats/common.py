@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aai_gateway.descriptor.model import Annotations, Name, Tool, Undo
+from aai_gateway.descriptor.model import Annotations, Event, Name, Tool, Undo
 
 TOOL_FIELDS = frozenset({"name", "description", "aliases", "parameters", "returns", "timeout", "annotations", "undo"})
 
@@ -34,3 +34,8 @@ def make_tool(raw: Mapping[str, Any], extra: Mapping[str, Any] | None = None, *,
         aliases=tuple(raw.get("aliases", ())),
         undo=Undo.from_json(raw.get("undo")),
     )
+
+
+def events_of(doc: Mapping[str, Any]) -> tuple[Event, ...]:
+    """The document's `events` (the same in every shape)."""
+    return tuple(Event.from_json(raw) for raw in doc.get("events") or ())

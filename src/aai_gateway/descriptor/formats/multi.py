@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aai_gateway.descriptor.formats.common import make_tool, pipe_names
+from aai_gateway.descriptor.formats.common import events_of, make_tool, pipe_names
 from aai_gateway.descriptor.model import Binding, Descriptor
 
 TIMEOUT_SCALE = {"android": 0.001}
@@ -32,5 +32,6 @@ def normalise(doc: Mapping[str, Any], source: str = "") -> Descriptor:
         aliases=tuple(doc.get("aliases", ())),
         version=doc.get("version"),
         source=source,
+        events=events_of(doc),
         document=doc,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aai_gateway.descriptor.formats.common import ENVELOPE, make_tool, pipe_names
+from aai_gateway.descriptor.formats.common import ENVELOPE, events_of, make_tool, pipe_names
 from aai_gateway.descriptor.model import Binding, Descriptor, Name, Tool
 
 
@@ -52,6 +52,7 @@ def build(
         aliases=tuple(app.get("aliases", ())),
         version=doc.get("version"),
         source=source,
+        events=events_of(doc),
         document=doc,
     )
 

@@ -44,7 +44,7 @@ from aai_gateway.service import Caller
 log = logging.getLogger(__name__)
 
 TAKEN = frozenset({"exec", "direct", "run"})
-EVERY = frozenset({"exec", "direct", "batch", "run", "guide", "discover", "search", "install"})
+EVERY = frozenset({"exec", "direct", "batch", "run", "wait", "guide", "discover", "search", "install"})
 """Every kind of tool: a call the SDK cannot parse (half a surrogate pair in its arguments) is served
 by the wire whatever the tool."""
 

@@ -1,0 +1,115 @@
+"""The history's schema: its tables and indexes, the migrations from each older version (run by the writer
+when it opens the file, and by a reader that finds an older file first), and what a SQLite error means.
+
+The store in two rooms: history/writer.py writes (one writer thread, commits on the event loop, recovery,
+checkpoints, retention), history/reader.py reads (queries, statistics, export, runs); history/store.py
+joins them as `HistoryStore`.
+"""
+
+from __future__ import annotations
+
+import errno
+import shutil
+import sqlite3
+from collections.abc import Callable
+from contextlib import suppress
+from pathlib import Path
+
+from aai_gateway.history import runs, stats
+
+SCHEMA_VERSION = 4
+BUSY_TIMEOUT_MS = 5000
+LOW_SPACE = 64 * 1024
+"""Free bytes under which a disk I/O error is taken for a full disk."""
+SCHEMA = (
+    """CREATE TABLE calls (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        time TEXT NOT NULL,
+        caller TEXT NOT NULL,
+        transport TEXT NOT NULL,
+        app TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        args TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'error')),
+        error_code INTEGER,
+        error_type TEXT,
+        error_detail TEXT,
+        duration_ms REAL NOT NULL,
+        result TEXT,
+        result_truncated INTEGER NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX calls_time ON calls (time)",
+    "CREATE INDEX calls_app_time ON calls (app, time)",
+    "CREATE INDEX calls_caller_time ON calls (caller, time)",
+)
+MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = {
+    # 1 -> 2: the consent question a call asked; the hourly counts, indexes and triggers `stats` reads.
+    2: ("ALTER TABLE calls ADD COLUMN consent TEXT", *stats.SCHEMA),
+    # 2 -> 3: the run a call is a step or an undo of, and the step's label (see history/runs.py).
+    3: (
+        "ALTER TABLE calls ADD COLUMN parent TEXT",
+        "ALTER TABLE calls ADD COLUMN step TEXT",
+        *runs.SCHEMA,
+    ),
+    # 3 -> 4: duration sketches and consent counts per hour, for the two indexes they replace (see
+    # history/stats.py), made for the calls already counted.
+    4: (*stats.SKETCHES, stats.backfill),
+}
+"""The statements that bring a history of the version before each key to that version."""
+
+
+class HistoryUnavailable(Exception):
+    """The history database cannot be opened, written or read."""
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise HistoryUnavailable(newer(path, version))
+        if version == 0:
+            for statement in SCHEMA:
+                conn.execute(statement)
+            version = 1
+        for step in range(version + 1, SCHEMA_VERSION + 1):
+            for change in MIGRATIONS[step]:
+                if callable(change):
+                    change(conn)
+                else:
+                    conn.execute(change)
+        if version != SCHEMA_VERSION:
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def newer(path: Path, version: int) -> str:
+    return f"{path} holds call history schema {version}, newer than this aai-gateway reads ({SCHEMA_VERSION})"
+
+
+def result_code(exc: BaseException) -> int | None:
+    """SQLite's primary result code of `exc` (Python gives the extended one)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else int(code) & 0xFF
+
+
+def corrupt(exc: BaseException) -> bool:
+    return result_code(exc) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def reason(exc: BaseException, folder: Path) -> str:
+    """What went wrong, in words a user acts on."""
+    code = result_code(exc)
+    full = code == sqlite3.SQLITE_FULL or getattr(exc, "errno", None) == errno.ENOSPC
+    if not full and code == sqlite3.SQLITE_IOERR:  # growing the shared-memory index of a full disk fails so
+        with suppress(OSError):
+            full = shutil.disk_usage(folder).free < LOW_SPACE
+    if full:
+        return f"disk full ({exc})"
+    if code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN) or isinstance(exc, PermissionError):
+        return f"cannot write to its folder or file, read-only? ({exc})"
+    return str(exc)
