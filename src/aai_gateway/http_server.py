@@ -184,12 +184,13 @@ def serve_http(
     ui: Access | None = None,
     bearer: Bearer | None = None,
     *,
-    end_by_signal: bool = True,
+    long_lived: bool = False,
 ) -> None:
     """Serve until interrupted, on an already listening socket; with `bearer`, `/mcp` requires its token.
 
     Once the gateway is closed, a SIGINT or SIGTERM that stopped it ends the process as that signal would
-    have, unless `end_by_signal` is False (`serve`, whose service manager wants exit status 0): then it returns.
+    have. `long_lived` is `serve`: it also runs the triggers of the approved saved workflows, and returns
+    after a signal (its service manager wants exit status 0).
     """
     server = GatewayServer(gateway, transport="http")
     app = build_app(server, ui, sock.getsockname()[1], token_required=bearer is not None)
@@ -220,6 +221,8 @@ def serve_http(
             async with anyio.create_task_group() as group:
                 stop = anyio.Event()
                 group.start_soon(keep_fresh, server, stop)
+                if long_lived:
+                    group.start_soon(gateway.triggers().run)
                 await web.serve(sockets=[sock])
                 stop.set()
                 group.cancel_scope.cancel()
@@ -228,5 +231,5 @@ def serve_http(
 
     with web.handling_signals():
         loop.run(main)
-    if end_by_signal:
+    if not long_lived:
         web.reraise()

@@ -119,3 +119,35 @@ def test_web_still_ends_as_the_signal_would(tmp_path: Path) -> None:
     finally:
         stop(proc)
     assert not (home / ".aai" / "serve.lock").exists()
+
+
+def test_serve_runs_an_approved_workflow_when_its_trigger_fires(tmp_path: Path) -> None:
+    """The triggers run in `serve` (not in `--web` nor stdio): a file change starts the approved workflow."""
+    home = tmp_path / "home"
+    watched = tmp_path / "inbox"
+    watched.mkdir()
+    app = descriptor("mcp.echo", hostile(tmp_path / "plan.json", {"calls": {"echo": [{"echo": True}]}}))
+    install(home / ".aai", app)
+    (home / ".aai" / "workflows").mkdir()
+    workflow = {
+        "name": "On a new file",
+        "on": [{"file": str(watched)}],
+        "steps": [{"id": "say", "app": "mcp.echo", "tool": "echo", "args": {"word": "arrived"}}],
+    }
+    (home / ".aai" / "workflows" / "arrived.json").write_text(json.dumps(workflow))
+    env = env_of(home)
+    approved = gateway(env, "workflow", "approve", "arrived", "--yes")
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+
+    def triggered_runs() -> list[dict[str, object]]:
+        listed = json.loads(gateway(env, "history", "--json").stdout)
+        return [e for e in listed if e["app"] == "aai.workflows" and e["caller"] == "trigger"]
+
+    with serving(env, tmp_path / "serve.log") as (proc, _):
+        wait_until(lambda: "workflow arrived starts on" in (tmp_path / "serve.log").read_text(), 30, "the trigger")
+        (watched / "note.txt").write_text("new")
+        wait_until(lambda: bool(triggered_runs()), 30, "the triggered run to be recorded")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    (run,) = triggered_runs()
+    assert (run["tool"], run["status"]) == ("arrived", "ok"), run

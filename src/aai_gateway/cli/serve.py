@@ -41,8 +41,9 @@ def open_history(gateway: Gateway) -> None:
 def serve_web(settings: Settings, *, kept: bool = False) -> None:
     """Serve MCP over HTTP and the web UI until SIGINT or SIGTERM.
 
-    `kept` is `serve`: one per AAI home (its lock file, which also says where it listens), no login token
-    on stderr (which a service manager keeps in its journal), and exit status 0 after a signal.
+    `kept` is `serve`: one per AAI home (its lock file, which also says where it listens), the triggers of
+    the approved saved workflows run, no login token on stderr (which a service manager keeps in its
+    journal), and exit status 0 after a signal.
     """
     from aai_gateway.http_server import base_url, listening_socket, serve_http
     from aai_gateway.mcp.bearer import TokenProblem, bearer_for, requirement
@@ -89,7 +90,7 @@ def serve_web(settings: Settings, *, kept: bool = False) -> None:
         return
     lock.announce(f"{base_url(sock)}{MCP_PATH}", ui_url)
     try:
-        serve_http(gateway, sock, ui, bearer, end_by_signal=False)
+        serve_http(gateway, sock, ui, bearer, long_lived=True)
     finally:
         lock.release()
     click.echo("aai-gateway: serve stopped; its MCP servers are stopped and its history is written", err=True)
