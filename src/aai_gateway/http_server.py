@@ -171,8 +171,27 @@ class WebServer(uvicorn.Server):
             signal.raise_signal(sig)
 
 
-def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None, bearer: Bearer | None = None) -> None:
-    """Serve until interrupted, on an already listening socket; with `bearer`, `/mcp` requires its token."""
+def base_url(sock: socket.socket) -> str:
+    """`http://host:port` of a listening socket, an IPv6 address in brackets."""
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def serve_http(
+    gateway: Gateway,
+    sock: socket.socket,
+    ui: Access | None = None,
+    bearer: Bearer | None = None,
+    *,
+    long_lived: bool = False,
+) -> None:
+    """Serve until interrupted, on an already listening socket; with `bearer`, `/mcp` requires its token.
+
+    Once the gateway is closed, a SIGINT or SIGTERM that stopped it ends the process as that signal would
+    have. `long_lived` is `serve`: it also runs the triggers of the approved saved workflows, and returns
+    after a signal (its service manager wants exit status 0).
+    """
     server = GatewayServer(gateway, transport="http")
     app = build_app(server, ui, sock.getsockname()[1], token_required=bearer is not None)
     manager = server.server.session_manager
@@ -195,15 +214,15 @@ def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None, 
         timeout_graceful_shutdown=3,
     )
     web = WebServer(config)
-    host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    print(f"aai-gateway: MCP over HTTP at http://{shown}:{port}{MCP_PATH}", file=sys.stderr, flush=True)
+    print(f"aai-gateway: MCP over HTTP at {base_url(sock)}{MCP_PATH}", file=sys.stderr, flush=True)
 
     async def main() -> None:
         try:
             async with anyio.create_task_group() as group:
                 stop = anyio.Event()
                 group.start_soon(keep_fresh, server, stop)
+                if long_lived:
+                    group.start_soon(gateway.triggers().run)
                 await web.serve(sockets=[sock])
                 stop.set()
                 group.cancel_scope.cancel()
@@ -212,4 +231,5 @@ def serve_http(gateway: Gateway, sock: socket.socket, ui: Access | None = None, 
 
     with web.handling_signals():
         loop.run(main)
-    web.reraise()
+    if not long_lived:
+        web.reraise()

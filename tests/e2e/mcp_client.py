@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -95,9 +95,19 @@ async def stdio_session(
 @contextmanager
 def web_gateway(env: Mapping[str, str], stderr: Path, *args: str) -> Iterator[str]:
     """`aai-gateway --web --port 0` with stderr to a file; yields the MCP URL it prints there."""
+    with listening(["--web", "--port", "0", *args], env, stderr) as (_, url):
+        yield url
+
+
+@contextmanager
+def listening(
+    args: Sequence[str], env: Mapping[str, str], stderr: Path
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """The installed gateway serving HTTP with `args` (`--web ...`, `serve ...`), stderr to a file; yields its
+    process and the MCP URL it prints there, and stops it after."""
     with stderr.open("a") as errlog:
         proc = subprocess.Popen(
-            [gateway_command(), "--web", "--port", "0", *args],
+            [gateway_command(), *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=errlog,
@@ -107,12 +117,12 @@ def web_gateway(env: Mapping[str, str], stderr: Path, *args: str) -> Iterator[st
         found: list[str] = []
 
         def printed_url() -> bool:
-            assert proc.poll() is None, f"aai-gateway --web exited: {stderr.read_text()}"
+            assert proc.poll() is None, f"aai-gateway {args[0]} exited: {stderr.read_text()}"
             found.extend(line for line in stderr.read_text().splitlines() if "MCP over HTTP at " in line)
             return bool(found)
 
-        wait_until(printed_url, 60, "aai-gateway --web to listen")
-        yield found[0].split(" at ", 1)[1].strip()
+        wait_until(printed_url, 60, f"aai-gateway {args[0]} to listen")
+        yield proc, found[0].split(" at ", 1)[1].strip()
     finally:
         stop(proc)
 

@@ -11,7 +11,7 @@ from tests.support import gateway_command
 
 pytestmark = pytest.mark.e2e
 
-GROUPS = ((), ("auth",), ("consent",), ("history",))
+GROUPS = ((), ("auth",), ("consent",), ("history",), ("service",))
 
 
 def commands(*group: str, columns: int) -> dict[str, str]:
@@ -49,3 +49,4 @@ def test_the_top_level_help_names_every_command_and_what_call_does() -> None:
     assert set(listed) >= {"apps", "auth", "call", "consent", "guide", "history", "validate"}
     assert listed["call"] == "Run one tool of an app and print its result."
     assert set(commands("consent", columns=80)) == {"allow", "allow-server", "deny", "list", "revoke"}
+    assert set(commands("service", columns=80)) == {"install", "status", "uninstall"}

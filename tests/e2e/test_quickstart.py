@@ -133,6 +133,12 @@ def test_the_first_run_says_how_to_reach_everything(runs: Runs) -> None:
     assert f"(the login token is kept in {runs.home}/.aai/web-token)" in out
     assert f"recorded in {runs.home}/.aai/session-bus: the gateway finds it there" in out
     assert '  export PATH="$HOME/.local/bin:$PATH"' in out
+    web_pid = (runs.run_dir / "web.pid").read_text().strip()  # offered, never installed by itself
+    assert (
+        f"To keep a gateway running for triggers, in place of this one: kill {web_pid} && aai-gateway service install\n"
+        in runs.second
+    )
+    assert not (runs.home / ".config" / "systemd").exists()
     assert "same line to ~/.bashrc for new shells" in out
     assert '"command": "' + runs.command() + '",\n        "args": ["--mcp"]\n' in out
     for app_id in LIBRARY_APPS:  # one app, one id: what the library describes comes from it

@@ -22,7 +22,6 @@ from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_doc
 from aai_gateway.discovery import Scan, scan
 from aai_gateway.errors import AaiError
 from aai_gateway.executors.script_checks import with_script_checks
-from aai_gateway.history import HistoryUnavailable
 from aai_gateway.service import Gateway
 
 if TYPE_CHECKING:
@@ -133,12 +132,7 @@ def main(
     elif mode == "mcp":
         _serve_mcp(settings_of(ctx))
     elif mode == "web":
-        settings = settings_of(ctx)
-        if host is not None:
-            settings = settings.from_option("--host", http_host=host)
-        if port is not None:
-            settings = settings.from_option("--port", http_port=port)
-        _serve_web(settings)
+        serve_web(with_address(settings_of(ctx), host, port))
     elif mode == "scan":
         _print_scan(settings_of(ctx))
     elif mode == "discover":
@@ -160,7 +154,7 @@ def _serve_mcp(settings: Settings) -> None:
     gateway = Gateway(settings)
     for problem in gateway.registry.scan.problems:
         log.warning("%s", problem)
-    _open_history(gateway)
+    open_history(gateway)
     if early is not None:
         early.answer_initialize(wait=True)
         early.answer_listing(gateway)
@@ -168,51 +162,6 @@ def _serve_mcp(settings: Settings) -> None:
     from aai_gateway.mcp.stdio import serve_stdio
 
     serve_stdio(gateway, early)
-
-
-def _serve_web(settings: Settings) -> None:
-    from aai_gateway.http_server import listening_socket, serve_http
-    from aai_gateway.mcp.bearer import TokenProblem, bearer_for, requirement
-
-    try:  # before listening: a gateway that would be open to the network does not start at all
-        bearer = bearer_for(settings)
-    except TokenProblem as exc:
-        fail(str(exc))
-    logs.configure(settings.log_level, settings.aai_home / "logs")
-    logs.lean()
-    try:
-        sock = listening_socket(settings.http_host, settings.http_port)
-    except OSError as exc:
-        fail(f"cannot listen on {settings.http_host}:{settings.http_port}: {exc.strerror or exc}")
-    gateway = Gateway(settings)
-    for problem in gateway.registry.scan.problems:
-        log.warning("%s", problem)
-    _open_history(gateway)
-    ui = None
-    if settings.enable_web_ui:
-        from aai_gateway.web import TOKEN_FILE, UI_PATH, Access
-
-        # The token is printed once, to stderr (stdout belongs to the stdio transport elsewhere), and kept
-        # in a file only the user can read, which holds a fresh one after each login.
-        ui = Access(token_file=settings.aai_home / TOKEN_FILE)
-        host, port = sock.getsockname()[:2]
-        shown = f"[{host}]" if ":" in host else host
-        click.echo(f"aai-gateway: web UI at http://{shown}:{port}{UI_PATH}/login?token={ui.token}", err=True)
-        click.echo(f"aai-gateway: the web UI's login token is also in {ui.token_file}", err=True)
-    if bearer is not None:
-        click.echo(f"aai-gateway: /mcp requires Authorization: Bearer <token>; the token is {bearer.where}", err=True)
-    else:
-        why = requirement(settings).why
-        click.echo(f'aai-gateway: /mcp takes no token ({why}; "mcpAuth": "always" requires one)', err=True)
-    serve_http(gateway, sock, ui, bearer)
-
-
-def _open_history(gateway: Gateway) -> None:
-    """Create the history database and delete expired records now, not on the first call."""
-    try:
-        gateway.history.start()
-    except HistoryUnavailable as exc:
-        log.warning("calls go on; their records wait in memory until the history can be written: %s", exc)
 
 
 def _print_scan(settings: Settings) -> None:
@@ -910,6 +859,8 @@ from aai_gateway.cli.approvals import allow_server  # noqa: E402 - consent's sub
 from aai_gateway.cli.history import history  # noqa: E402 - a command group of its own
 from aai_gateway.cli.importing import import_servers  # noqa: E402
 from aai_gateway.cli.library import install, library  # noqa: E402 (commands kept in their own module)
+from aai_gateway.cli.serve import open_history, serve, serve_web, with_address  # noqa: E402
+from aai_gateway.cli.service import service  # noqa: E402 - a command group of its own
 from aai_gateway.cli.stats import stats  # noqa: E402 - a command group of its own
 from aai_gateway.cli.updates import outdated, update  # noqa: E402
 from aai_gateway.cli.workflows import checked_json, checked_text, is_workflow_file, workflow  # noqa: E402
@@ -924,3 +875,5 @@ main.add_command(install)
 main.add_command(outdated)
 main.add_command(update)
 main.add_command(workflow)
+main.add_command(serve)
+main.add_command(service)
