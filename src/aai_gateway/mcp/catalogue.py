@@ -67,10 +67,9 @@ BATCH_DESCRIPTION = (
 )
 
 RUN_DESCRIPTION = (
-    "Run app operations as one plan: steps [{id, app, tool, args}], where args may hold "
-    "${steps.<id>.result.<field>} (JMESPath) to pass an earlier step's result on. Steps run as soon as what they "
-    "read is done; if a step fails, those done are undone (onError: rollback|stop|continue). Per step: if, "
-    "forEach, undo {tool, args}, timeout, retries. output: what to answer."
+    "Run app operations as one plan. steps: [{id, app, tool, args, if?, forEach?, undo?}]; args may read "
+    "${steps.<id>.result.<field>} (JMESPath). Independent steps run in parallel; on a failure, done steps are "
+    "undone (onError: rollback|stop|continue). output: what to answer."
 )
 RUN_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -82,29 +81,23 @@ RUN_SCHEMA: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "properties": {
-                    "id": {"type": "string", "description": "Name other steps read it by"},
+                    "id": {"type": "string"},
                     "app": {"type": "string"},
                     "tool": {"type": "string"},
-                    "args": {"type": "object", "description": "Arguments; ${…} reads inputs, steps, item"},
-                    "if": {"type": "string", "description": "${query}: run only when true"},
-                    "forEach": {
-                        "anyOf": [{"type": "string"}, {"type": "array"}],
-                        "description": f"${{query}} giving a list (≤ {MAX_ITEMS}): run once per item",
-                    },
-                    "undo": {
-                        "type": "object",
-                        "description": "How to put it back: {tool, args}, args may read args, result",
-                    },
+                    "args": {"type": "object"},
+                    "if": {"type": "string"},
+                    "forEach": {"anyOf": [{"type": "string"}, {"type": "array", "maxItems": MAX_ITEMS}]},
+                    "undo": {"type": "object"},
                     "timeout": {"type": "number"},
-                    "retries": {"type": "integer", "description": "Only for idempotent tools"},
+                    "retries": {"type": "integer"},
                 },
                 "required": ["id", "app", "tool"],
             },
         },
-        "output": {**ANY_JSON, "description": 'What to answer, e.g. "${steps.read.result.title}"'},
-        "onError": {"enum": ["rollback", "stop", "continue"], "default": "rollback"},
-        "inputs": {"type": "object", "description": "Values the steps read as ${inputs.<name>}"},
-        "timeout": {"type": "number", "description": "Seconds for the whole plan (300)"},
+        "output": ANY_JSON,
+        "onError": {"enum": ["rollback", "stop", "continue"]},
+        "inputs": {"type": "object"},
+        "timeout": {"type": "number"},
     },
     "required": ["steps"],
 }

@@ -16,7 +16,7 @@ MAX_ITEMS = 1_000
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "status": {"type": "string", "enum": ["ok", "failed", "rolledBack"]},
+        "status": {"enum": ["ok", "failed", "rolledBack"]},
         "output": ANY_JSON,
         "outputError": {"type": "string"},
         "durationMs": {"type": "number"},
@@ -28,21 +28,12 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                     "id": {"type": "string"},
                     "app": {"type": "string"},
                     "tool": {"type": "string"},
-                    "status": {"type": "string", "enum": ["ok", "failed", "skipped", "undone"]},
+                    "status": {"enum": ["ok", "failed", "skipped", "undone"]},
                     "durationMs": {"type": "number"},
                     "result": ANY_JSON,
                     "error": ERROR_SCHEMA,
                     "reason": {"type": "string"},
-                    "undo": {
-                        "type": "object",
-                        "properties": {
-                            "status": {"type": "string", "enum": ["ok", "failed", "none"]},
-                            "tool": {"type": "string"},
-                            "error": {"type": "string"},
-                            "reason": {"type": "string"},
-                        },
-                        "required": ["status"],
-                    },
+                    "undo": {"type": "object", "properties": {"status": {"enum": ["ok", "failed", "none"]}}},
                 },
                 "required": ["id", "app", "tool", "status"],
             },
