@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from aai_gateway.history.record import Record
-from aai_gateway.service import Gateway
+from aai_gateway.service import Caller, Gateway
 from aai_gateway.workflows.triggers import Triggers, tools_of
 from tests.virtual_clock import PatientVirtualClockLoop
 
@@ -98,5 +98,29 @@ async def test_a_trigger_runs_at_most_so_often_and_counts_what_it_held_back(
     assert len(done) == 3  # at 10 s and 20 s, then held back until 70 s
     latest = max(done, key=lambda r: r.time)
     assert latest.args["event"]["heldBack"] == 4
+    running.cancel()
+    await asyncio.gather(running, return_exceptions=True)
+
+
+@pytest.mark.hostile("limits")
+async def test_a_workflow_that_keeps_failing_runs_no_more_often_and_the_gateway_serves_on(
+    echo_gateway: Gateway, triggers: Triggers
+) -> None:
+    folder = echo_gateway.settings.workflows_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    failing = {
+        "name": "always fails",
+        "on": [{"every": "10s", "maxPerMinute": 3}],
+        "steps": [{"id": "boom", "app": "dev.aai.echo", "tool": "fail", "args": {"message": "no"}}],
+    }
+    (folder / "failing.json").write_text(json.dumps(failing))
+    echo_gateway.rescan()
+    approve(echo_gateway, "failing")
+    running = asyncio.ensure_future(triggers.run())
+    await asyncio.sleep(300)
+    done = runs(echo_gateway, "failing")
+    assert 13 <= len(done) <= 15  # 3 a minute over 5 minutes, however often it fires
+    assert all(r.status == "error" for r in done)
+    assert await echo_gateway.call("dev.aai.echo", "echo", {"text": "still here"}, Caller("cli", "cli")) == "still here"
     running.cancel()
     await asyncio.gather(running, return_exceptions=True)

@@ -7,7 +7,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -225,7 +225,7 @@ class Run:
                     self._finish(outcome, "skipped")
                     return
             if step.for_each is None:
-                outcome.args, outcome.result = await self._call(outcome, self.context())
+                outcome.args, outcome.result = await self._call(outcome, self.context)
             else:
                 await self._each(outcome)
         except AaiError as exc:
@@ -249,7 +249,10 @@ class Run:
         async def one(index: int) -> None:
             async with self._items:
                 args[index], results[index] = await self._call(
-                    outcome, self.context(item=items[index]), item=items[index], label=f"{step.id}[{index}]"
+                    outcome,
+                    lambda: self.context(item=items[index]),
+                    item=items[index],
+                    label=f"{step.id}[{index}]",
                 )
 
         tried = await asyncio.gather(*(one(i) for i in range(len(items))), return_exceptions=True)
@@ -259,13 +262,21 @@ class Run:
             raise failure
 
     async def _call(
-        self, outcome: Outcome, context: dict[str, Any], *, item: Any = None, label: str | None = None
+        self,
+        outcome: Outcome,
+        context: Callable[[], dict[str, Any]],
+        *,
+        item: Any = None,
+        label: str | None = None,
     ) -> tuple[Any, Any]:
-        """One call of the step's tool; it is kept in `outcome.done` for the undo once it succeeded."""
+        """One call of the step's tool; it is kept in `outcome.done` for the undo once it succeeded. `context`
+        is built only when the arguments read something (a batch's never do)."""
         step = outcome.step
         label = label or step.id
-        args = step.args if step.literal else _built(step.args, context, f"steps[id={step.id}].args")
-        _bounded(args, f"steps[id={step.id}].args")
+        args: Mapping[str, Any] = step.args
+        if not step.literal and has_queries(step.args):
+            args = _built(step.args, context(), f"steps[id={step.id}].args")
+            _bounded(args, f"steps[id={step.id}].args")
         undo = step.undo or self.undos.get(step.id)
         before = None
         if undo is not None and undo.before is not None:
