@@ -44,13 +44,13 @@ def test_search_update_and_install_from_the_library_page(tmp_path: Path, browser
         page.locator('input[name="q"]').fill("Rechnername")
         page.get_by_role("button", name="Search").click()
         hostname = page.locator(f'[id="entry-{HOSTNAME}"]')
-        expect(hostname).to_contain_text("update available: 0.9.0 → 1.0.0")
+        expect(hostname).to_contain_text(f"update available: 0.9.0 → {entry.version}")
         shot(page, "library-update")
         hostname.locator(f'button[data-update="{HOSTNAME}"]').click()
         result = page.locator("#library-result")
-        expect(result).to_contain_text(f"{HOSTNAME} was updated from 0.9.0 to 1.0.0")
+        expect(result).to_contain_text(f"{HOSTNAME} was updated from 0.9.0 to {entry.version}")
         expect(result).to_contain_text("added: set_static_hostname")
-        assert json.loads((aai / HOSTNAME / "aai.json").read_text())["version"] == "1.0.0"
+        assert json.loads((aai / HOSTNAME / "aai.json").read_text())["version"] == entry.version
 
         page.get_by_role("link", name="Library").click()
         page.locator('select[name="category"]').select_option("System")
