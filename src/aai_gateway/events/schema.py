@@ -13,10 +13,10 @@ OUTPUT_SCHEMA: dict[str, Any] = {
     "properties": {
         "app": {"type": "string"},
         "event": {"type": "string"},
-        "timedOut": {"type": "boolean", "description": "True when nothing came within the timeout"},
-        "payload": {**ANY_JSON, "description": "What the app announced, as the guide describes the event"},
-        "at": {"type": "string", "description": "When the gateway noticed it (ISO 8601, UTC)"},
-        "dropped": {"type": "integer", "description": "Occurrences dropped while they came faster than read"},
+        "timedOut": {"type": "boolean"},
+        "payload": ANY_JSON,
+        "at": {"type": "string"},
+        "dropped": {"type": "integer"},
     },
     "required": ["app", "event", "timedOut"],
 }

@@ -103,17 +103,16 @@ RUN_SCHEMA: dict[str, Any] = {
 }
 
 WAIT_DESCRIPTION = (
-    "Wait for an app's event (its guide lists them under Events), e.g. a track change or a finished download. "
-    f"Parameters: app, event, filter (JMESPath over the payload), timeout (seconds, at most {MAX_WAIT}). "
-    "Returns the first matching event {app, event, payload, at}, or says none came in time."
+    "Wait for an app's event (its guide lists them), e.g. a track change. Parameters: app, event, filter "
+    f"(JMESPath over the payload), timeout (seconds, ≤ {MAX_WAIT}). Returns the first match, or says none came."
 )
 WAIT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "app": {"type": "string", "description": "App ID"},
-        "event": {"type": "string", "description": "Event name from the guide"},
-        "filter": {"type": "string", "description": "JMESPath query over the payload: wait until it is true"},
-        "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_WAIT, "description": "Seconds"},
+        "app": {"type": "string"},
+        "event": {"type": "string"},
+        "filter": {"type": "string"},
+        "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_WAIT},
     },
     "required": ["app", "event", "timeout"],
 }
