@@ -118,6 +118,8 @@ class Run:
         self.undos = dict(undos or {})
         self.concurrency = concurrency or calls.settings.max_concurrent_calls
         self.outcomes = {s.id: Outcome(s) for s in plan.steps}
+        self._waiting = list(self.outcomes.values())
+        """Steps not started yet, in plan order."""
         self._finished = 0
         self._items = asyncio.Semaphore(calls.settings.max_concurrent_calls)
 
@@ -189,15 +191,18 @@ class Run:
         return first_failure
 
     def _start_ready(self, running: dict[asyncio.Task[None], Outcome]) -> None:
+        """Start the waiting steps whose steps are done, in plan order, while there is room."""
         progress = True
-        while progress:
+        while progress and self._waiting:
             progress = False
-            for step in self.plan.steps:
-                outcome = self.outcomes[step.id]
-                if outcome.status != "pending" or len(running) >= self.concurrency:
-                    continue
-                needs = [self.outcomes[n] for n in step.needs]
+            still: list[Outcome] = []
+            for index, outcome in enumerate(self._waiting):
+                if len(running) >= self.concurrency:
+                    still.extend(self._waiting[index:])
+                    break
+                needs = [self.outcomes[n] for n in outcome.step.needs]
                 if any(n.status in ("pending", "running") for n in needs):
+                    still.append(outcome)
                     continue
                 blocked = next((n for n in needs if n.status in ("failed", "skipped")), None)
                 if blocked is not None:
@@ -207,6 +212,7 @@ class Run:
                     continue
                 outcome.status = "running"
                 running[asyncio.ensure_future(self._step(outcome))] = outcome
+            self._waiting = still
 
     def _finish(self, outcome: Outcome, status: str) -> None:
         self._finished += 1
