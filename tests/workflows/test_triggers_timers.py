@@ -124,3 +124,17 @@ async def test_a_workflow_that_keeps_failing_runs_no_more_often_and_the_gateway_
     assert await echo_gateway.call("dev.aai.echo", "echo", {"text": "still here"}, Caller("cli", "cli")) == "still here"
     running.cancel()
     await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_a_start_trigger_runs_once_when_the_triggers_start(echo_gateway: Gateway, triggers: Triggers) -> None:
+    write(echo_gateway, "hello", [{"start": True}], text="started ${event.at}")
+    approve(echo_gateway, "hello")
+    running = asyncio.ensure_future(triggers.run())
+    await asyncio.sleep(60)
+    assert len(runs(echo_gateway, "hello")) == 1
+    write(echo_gateway, "later", [{"start": True}], text="later")
+    approve(echo_gateway, "later")
+    await asyncio.sleep(60)
+    assert runs(echo_gateway, "later") == []  # approved after the start: it runs at the next one
+    running.cancel()
+    await asyncio.gather(running, return_exceptions=True)

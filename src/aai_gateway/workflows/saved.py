@@ -52,15 +52,10 @@ class Trigger:
 
     @property
     def kind(self) -> str:
-        return (
-            "event"
-            if "event" in self.spec
-            else "every"
-            if "every" in self.spec
-            else "at"
-            if "at" in self.spec
-            else "file"
-        )
+        for kind in ("event", "every", "at", "start"):
+            if kind in self.spec:
+                return kind
+        return "file"
 
     @property
     def debounce(self) -> float:
@@ -81,6 +76,8 @@ class Trigger:
             return shown + (f" where {spec['filter']}" if spec.get("filter") else "")
         if self.schedule is not None:
             return str(self.schedule)
+        if self.kind == "start":
+            return "the gateway's start"
         return f"changes under {spec['file']}"
 
 

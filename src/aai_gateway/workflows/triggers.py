@@ -94,13 +94,16 @@ class Triggers:
         self._watching: dict[tuple[str, str, int], asyncio.Task[None]] = {}
         self._states: dict[tuple[str, str, int], _State] = {}
         self.runs: set[asyncio.Task[None]] = set()
+        self._began = False
+        """Whether the first look at the workflows is over (start triggers fire only on that one)."""
 
     async def run(self) -> None:
         """Watch every approved trigger until cancelled, following edits and approvals."""
         try:
             while True:
                 self.refresh()
-                await asyncio.sleep(REFRESH)
+                await asyncio.sleep(REFRESH)  # start triggers found by the first look fire meanwhile
+                self._began = True
         finally:
             await self.aclose()
 
@@ -150,7 +153,14 @@ class Triggers:
             return self._timer(trigger)
         if trigger.kind == "file":
             return self._files(Path(str(trigger.spec["file"])).expanduser())
+        if trigger.kind == "start":
+            return self._started()
         return self._app_events(trigger)
+
+    async def _started(self) -> AsyncIterator[Any]:
+        """Once, when the triggers start: a workflow approved later runs at the next start."""
+        if not self._began:
+            yield {"at": self.now().isoformat()}
 
     async def _timer(self, trigger: Trigger) -> AsyncIterator[Any]:
         assert trigger.schedule is not None
