@@ -106,7 +106,11 @@ def serve(env: dict[str, str], log: Path, triggers: bool = True) -> subprocess.P
     with log.open("w") as out:
         proc = subprocess.Popen([gateway_command(), "serve", "--port", "0"], env=env, stdout=out, stderr=out)
     said = "starts on" if triggers else "MCP over HTTP at"
-    wait_until(lambda: said in log.read_text() or proc.poll() is not None, 60, "serve to start")
+    try:
+        wait_until(lambda: said in log.read_text() or proc.poll() is not None, 60, "serve to start")
+    except TimeoutError:
+        stop(proc)
+        raise
     if proc.poll() is not None:
         sys.exit(f"aai-gateway serve exited: {log.read_text()}")
     return proc
