@@ -91,3 +91,38 @@ def test_a_step_not_allowed_yet_waits_on_the_consent_page(ui: Ui) -> None:
     pending = [(p.caller, p.app, p.tool) for p in ui.gateway.consent.store.pending()]
     assert ("ui", XSS_APP, "echo") in pending
     assert ui.gateway.history.query(app=XSS_APP, caller="ui") == []
+
+
+def test_a_triggered_workflow_is_approved_on_the_page_as_shown_and_an_edit_withdraws_it(ui: Ui, tmp_path: Path) -> None:
+    folder = tmp_path / ".aai" / "workflows"
+    timed = ECHO_TWICE | {"on": [{"every": "1h"}]}
+    (folder / "hourly.json").write_text(json.dumps(timed))
+    ui.gateway.rescan()
+    csrf = ui.login()
+    shown = unescape(ui.client.get(f"{UI_PATH}/workflows").text)
+    assert "Starts on its own" in shown
+    assert "every 3600 s" in shown
+    assert "dev.aai.echo:echo" in shown
+    assert "Not approved" in shown
+    fingerprint = shown.split('name="fingerprint" value="', 1)[1].split('"', 1)[0]
+    form = {"workflow": "hourly", "fingerprint": fingerprint, "csrf": csrf}
+    no_token = {k: v for k, v in form.items() if k != "csrf"}
+    assert ui.client.post(f"{UI_PATH}/workflows/approve", data=no_token, headers={"origin": ORIGIN}).status_code == 403
+    foreign = {"origin": "http://evil.example"}
+    assert ui.client.post(f"{UI_PATH}/workflows/approve", data=form, headers=foreign).status_code == 403
+    saved = ui.gateway.shelf.get("hourly")
+    assert saved is not None
+    assert ui.gateway.approvals.current(saved) is None
+    approved = ui.client.post(f"{UI_PATH}/workflows/approve", data=form, headers={"origin": ORIGIN})
+    assert approved.status_code == 200
+    assert "its triggers start it now" in approved.text
+    assert ui.gateway.approvals.current(saved) is not None
+    (folder / "hourly.json").write_text(json.dumps(timed | {"on": [{"every": "2h"}]}))
+    ui.gateway.rescan()
+    stale = ui.client.post(f"{UI_PATH}/workflows/approve", data=form, headers={"origin": ORIGIN})
+    assert stale.status_code == 409
+    edited = ui.gateway.shelf.get("hourly")
+    assert edited is not None
+    assert ui.gateway.approvals.current(edited) is None
+    withdrawn = ui.client.post(f"{UI_PATH}/workflows/approve", data=form | {"revoke": "1"}, headers={"origin": ORIGIN})
+    assert "no longer start it" in withdrawn.text

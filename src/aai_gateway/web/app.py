@@ -46,6 +46,7 @@ def build_ui(gateway: Gateway, access: Access, host: str, port: int, rescan: Res
             Route("/library/update", pages.library.update, methods=["POST"]),
             Route("/workflows", pages.workflows.page),
             Route("/workflows/run", pages.workflows.run, methods=["POST"]),
+            Route("/workflows/approve", pages.workflows.approve, methods=["POST"]),
             Route("/apps/{app_id:path}", pages.app),
             Route("/history", pages.history),
             Route("/history/export", pages.export),

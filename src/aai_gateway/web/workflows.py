@@ -21,8 +21,10 @@ from aai_gateway.calls import Caller
 from aai_gateway.errors import AaiError
 from aai_gateway.history import HistoryUnavailable, Record
 from aai_gateway.workflows import inputs
+from aai_gateway.workflows.approvals import fingerprint
 from aai_gateway.workflows.plan import WORKFLOWS_APP
 from aai_gateway.workflows.saved import Saved
+from aai_gateway.workflows.triggers import tools_of
 
 if TYPE_CHECKING:
     from aai_gateway.web.pages import Pages
@@ -62,7 +64,7 @@ class WorkflowPages:
             request,
             "workflows.html",
             status,
-            workflows=[_view(saved) for saved in shelf.workflows.values()],
+            workflows=[self._view(saved) for saved in shelf.workflows.values()],
             broken=[p for problems in shelf.broken.values() for p in problems],
             folder=shelf.folder,
             runs=runs,
@@ -70,6 +72,24 @@ class WorkflowPages:
             ran=ran,
             given=given or {},
         )
+
+    async def approve(self, request: Request) -> Response:
+        """Approve (or, with `revoke`, withdraw) a workflow's triggers: the page showed every trigger and every
+        tool it may run, as `aai-gateway workflow approve` prints them."""
+        form = await request.form(max_fields=MAX_FIELDS)
+        workflow_id = form.get("workflow")
+        saved = self.gateway.shelf.get(workflow_id) if isinstance(workflow_id, str) else None
+        if saved is None or not saved.triggers:
+            shown = str(workflow_id)[:64]
+            return await self.page(request, {"id": shown, "refused": "no such workflow with triggers"}, status=404)
+        if form.get("revoke"):
+            self.gateway.approvals.revoke(saved.id)
+            return await self.page(request, {"id": saved.id, "approval": "withdrawn"})
+        if form.get("fingerprint") != fingerprint(saved):
+            refused = "its file changed since this page showed it; read it again before approving"
+            return await self.page(request, {"id": saved.id, "refused": refused}, status=409)
+        self.gateway.approvals.approve(saved, tools_of(saved, self.gateway.static_tool), source="ui")
+        return await self.page(request, {"id": saved.id, "approval": "given"})
 
     async def run(self, request: Request) -> Response:
         """Run one workflow with the form's inputs (its fields, or the JSON object typed instead)."""
@@ -93,6 +113,21 @@ class WorkflowPages:
             output = {s["id"]: s.get("result") for s in report.get("steps", []) if s.get("status") == "ok"}
         ran = {"id": saved.id, "report": report, "output": _pretty(output), "args": _pretty(args)}
         return await self.page(request, ran, given)
+
+    def _view(self, saved: Saved) -> dict[str, Any]:
+        view = _view(saved)
+        if saved.triggers:
+            tools = tools_of(saved, self.gateway.static_tool)
+            destructive = {
+                t for t in tools if (found := self.gateway.static_tool(*t.split(":", 1))) and found.destructive
+            }
+            view |= {
+                "triggers": [str(t) for t in saved.triggers],
+                "tools": [(t, t in destructive) for t in tools],
+                "approved": self.gateway.approvals.current(saved) is not None,
+                "fingerprint": fingerprint(saved),
+            }
+        return view
 
 
 def _arguments(saved: Saved, form: FormData) -> dict[str, Any]:
