@@ -38,38 +38,8 @@ from aai_gateway.config import load_settings
 from aai_gateway.history import HISTORY_FILE, HistoryStore
 from aai_gateway.service import Gateway
 from aai_gateway.workflows.triggers import tools_of
+from tests.e2e.test_events import NAME, PATH, STORM
 from tests.support import TEST_APPS, Bus, gateway_command, install_descriptor, running, start_app, wait_until
-
-NAME = "dev.aai.Storm"
-PATH = "/dev/aai/Storm"
-STORM = {
-    "schema_version": "1.0",
-    "appId": "dev.aai.storm",
-    "name": "Storm",
-    "description": "The bench's DBus service that sends signals",
-    "version": "1.0.0",
-    "platforms": {
-        "linux": {
-            "automation": "dbus",
-            "service": NAME,
-            "object": PATH,
-            "interface": NAME,
-            "tools": [
-                {
-                    "name": "ping",
-                    "description": "Is it there",
-                    "parameters": {"type": "object", "properties": {}},
-                    "interface": "org.freedesktop.DBus.Peer",
-                    "method": "Ping",
-                    "annotations": {"readOnlyHint": True},
-                }
-            ],
-        }
-    },
-    "events": [
-        {"name": "tick", "description": "A tick", "dbus": {"interface": NAME, "member": "Tick", "fields": ["n"]}}
-    ],
-}
 
 
 def workflow(on: dict[str, Any]) -> dict[str, Any]:
@@ -147,7 +117,7 @@ async def latency(bus: Bus, work: Path, signals: int) -> list[float]:
         await asyncio.sleep(1.0)
         for n in range(signals):
             sent[n] = time.time()
-            await emitter.send(Message.new_signal(PATH, NAME, "Tick", "u", [n]))
+            await emitter.send(Message.new_signal(PATH, NAME, "Tick", "us", [n, ""]))
             await asyncio.sleep(1.05)
         await asyncio.sleep(2.0)
     finally:
