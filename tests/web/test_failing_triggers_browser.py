@@ -73,6 +73,7 @@ def test_a_trigger_that_keeps_failing_is_held_to_its_rate_and_shows_on_the_overv
         assert call_echo(mcp_url, "still answering", pool).result(60) == "still answering"
         runs = triggered("keeps-failing")
         assert [r["status"] for r in runs] == ["error", "error"], runs
+        assert log.read_text().count(held) == 1  # one line, however many fires are held back
         event = runs[0]["args"]["event"]
         assert event["trigger"] == f"changes under {inbox}"
         assert event["payload"]["changes"][0]["path"].startswith(str(inbox))
