@@ -5,6 +5,7 @@ give), and the hostile server (a flood, a 10 MB message, a server that dies whil
 from __future__ import annotations
 
 import json
+import signal
 import uuid
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,14 @@ import mcp_types as types
 import pytest
 from mcp import ClientSession
 
-from tests.e2e.mcp_client import error_of, text_of
+from tests.e2e.mcp_client import error_of, http_session, text_of
 from tests.e2e.test_events import gateway_rss
+from tests.e2e.test_serve import gateway as cli
+from tests.e2e.test_serve import serving
 from tests.library.waiting import waiting
-from tests.mcpservers.servers import descriptor, hostile, marked, stdio
-from tests.mcpservers.test_mcp_apps import exec_, gateway
+from tests.mcpservers.servers import descriptor, hostile, install, marked, stdio
+from tests.mcpservers.test_mcp_apps import env_of, exec_, gateway
+from tests.support import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -187,3 +191,37 @@ async def test_a_server_that_dies_during_a_wait_ends_it_saying_so(tmp_path: Path
         async with waiting(session, app="mcp.hostile", event="log_message", timeout=60) as again:
             await called(session, "mcp.hostile", "small")
         assert (await again.answer())["payload"]["data"]["n"] == 0
+
+
+async def test_serve_runs_a_workflow_triggered_by_a_resource_update(tmp_path: Path) -> None:
+    """`aai-gateway serve` subscribes the trigger's resource; server-everything's updates start the workflow."""
+    home = tmp_path / "home"
+    install(home / ".aai", everything(), config={"consent": {"default": "allow"}})
+    (home / ".aai" / "workflows").mkdir()
+    workflow = {
+        "name": "Say which document changed",
+        "on": [{"app": EVERYTHING, "event": "resource_updated", "filter": f"uri == '{DOC}'"}],
+        "steps": [{"id": "say", "app": EVERYTHING, "tool": "echo", "args": {"message": "${event.payload.uri}"}}],
+    }
+    (home / ".aai" / "workflows" / "changed.json").write_text(json.dumps(workflow))
+    env = env_of(home)
+    approved = cli(env, "workflow", "approve", "changed", "--yes")
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    log = tmp_path / "serve.log"
+
+    def triggered_runs() -> list[dict[str, Any]]:
+        listed = json.loads(cli(env, "history", "--json").stdout)
+        return [e for e in listed if e["app"] == "aai.workflows" and e["caller"] == "trigger"]
+
+    with serving(env, log) as (proc, url):
+        wait_until(lambda: "listening for resource_updated of mcp.everything" in log.read_text(), 60, "the trigger")
+        async with http_session(url) as session:
+            await called(session, EVERYTHING, "toggle-subscriber-updates")
+        wait_until(lambda: bool(triggered_runs()), 30, "the triggered run to be recorded")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0, log.read_text()
+    run = triggered_runs()[0]
+    assert (run["tool"], run["status"]) == ("changed", "ok"), run
+    assert run["args"]["event"]["payload"] == {"uri": DOC}
+    (step,) = run["children"]
+    assert (step["app"], step["tool"], step["status"], step["args"]) == (EVERYTHING, "echo", "ok", {"message": DOC})
