@@ -28,51 +28,44 @@ LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "e
 """Logging levels of MCP (RFC 5424's), least severe first."""
 
 
-def _flag(capabilities: Mapping[str, Any], group: str, flag: str | None = None) -> bool:
-    value = capabilities.get(group)
-    if not isinstance(value, Mapping):
-        return False
-    return flag is None or value.get(flag) is True
+OFFERED = (
+    (
+        "resource_updated",
+        UPDATED,
+        ("resources", "subscribe"),
+        "A resource of the server changed. Name it in the filter, as uri == 'file:///path': the gateway "
+        "subscribes to it while somebody waits.",
+    ),
+    (
+        "resources_changed",
+        "notifications/resources/list_changed",
+        ("resources", "listChanged"),
+        "The server's list of resources changed.",
+    ),
+    ("tools_changed", "notifications/tools/list_changed", ("tools", "listChanged"), "The server's tools changed."),
+    (
+        "prompts_changed",
+        "notifications/prompts/list_changed",
+        ("prompts", "listChanged"),
+        "The server's list of prompts changed.",
+    ),
+    (
+        "log_message",
+        MESSAGE,
+        ("logging", None),
+        "The server logged a message (filter by level, e.g. level == 'error').",
+    ),
+)
+"""The events a server's capabilities give its app: name, notification, the capability (and its flag) that
+offers it, description."""
 
 
 def server_events(capabilities: Mapping[str, Any]) -> tuple[Event, ...]:
     """The events an MCP server's `capabilities` (as its `initialize` declared them) give its app."""
     found = []
-    offered = (
-        (
-            "resource_updated",
-            "A resource of the server changed. Name it in the filter, as uri == 'file:///path': the gateway "
-            "subscribes to it while somebody waits.",
-            UPDATED,
-            _flag(capabilities, "resources", "subscribe"),
-        ),
-        (
-            "resources_changed",
-            "The server's list of resources changed.",
-            "notifications/resources/list_changed",
-            _flag(capabilities, "resources", "listChanged"),
-        ),
-        (
-            "tools_changed",
-            "The server's tools changed.",
-            "notifications/tools/list_changed",
-            _flag(capabilities, "tools", "listChanged"),
-        ),
-        (
-            "prompts_changed",
-            "The server's list of prompts changed.",
-            "notifications/prompts/list_changed",
-            _flag(capabilities, "prompts", "listChanged"),
-        ),
-        (
-            "log_message",
-            "The server logged a message (filter by level, e.g. level == 'error').",
-            MESSAGE,
-            _flag(capabilities, "logging"),
-        ),
-    )
-    for name, description, notification, offers in offered:
-        if offers:
+    for name, notification, (group, flag), description in OFFERED:
+        offered = capabilities.get(group)
+        if isinstance(offered, Mapping) and (flag is None or offered.get(flag) is True):
             found.append(Event(name, description, "mcp", {"notification": notification}))
     return tuple(found)
 
