@@ -180,11 +180,12 @@ class Triggers:
             yield {"changes": [{"change": change.name, "path": where} for change, where in listed]}
 
     async def _app_events(self, key: tuple[str, str, int], trigger: Trigger) -> AsyncIterator[Any]:
-        from aai_gateway.events.wait import event_of  # noqa: PLC0415 (events load with the first subscription)
+        from aai_gateway.events.wait import app_event  # noqa: PLC0415 (events load with the first subscription)
 
-        app = self._app(str(trigger.spec["app"]))
-        event = event_of(app, str(trigger.spec["event"]))
         caller = Caller(name=CALLER, transport=CALLER)
+        app, event = await app_event(
+            self.calls, self._app(str(trigger.spec["app"])), str(trigger.spec["event"]), caller
+        )
         subscription = await self._events().subscribe(app, event, trigger.spec.get("filter"), caller)
         async with subscription:
             counted = 0
