@@ -15,7 +15,7 @@ import os
 import shlex
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -100,18 +100,21 @@ class SystemServices:
         self.workdir = workdir
         self.running: dict[str, Any] = {}
 
-    def ensure(self, name: str, argv: Sequence[str], *, isolated: bool = True) -> Isolated | None:
-        """Start `argv`, which owns `name`, unless `name` is on the bus; its overlay (None when not isolated)."""
+    def ensure(
+        self, name: str, argv: Sequence[str], *, isolated: bool = True, env: Mapping[str, str] | None = None
+    ) -> Isolated | None:
+        """Start `argv`, which owns `name`, unless `name` is on the bus; its overlay (None when not isolated).
+        `env` adds to the daemon's environment."""
         started = self.running.get(name)
         if started is not None and self.bus.has_owner(name):
             return started if isinstance(started, Isolated) else None
         if started is not None:
             started.stop()
-        env = system_env(self.bus)
+        environ = system_env(self.bus, None, **(env or {}))
         if isolated:
-            started = Isolated(argv, self.workdir / name, env)
+            started = Isolated(argv, self.workdir / name, environ)
         else:
-            started = subprocess.Popen(list(argv), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            started = subprocess.Popen(list(argv), env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.running[name] = started
         process = started.proc if isinstance(started, Isolated) else started
 
