@@ -21,11 +21,10 @@ from aai_gateway.descriptor.model import Event
 from aai_gateway.descriptor.server_events import UPDATED, severity
 from aai_gateway.errors import AaiError, AppNotRunning, AutomationNotSupported, InvalidParams
 from aai_gateway.events.source import Source
-from aai_gateway.executors.mcp import McpExecutor
-from aai_gateway.mcp_client import Listener, Server
 
 if TYPE_CHECKING:
     from aai_gateway.events.hub import Fanout
+    from aai_gateway.mcp_client import Listener, Server
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +63,7 @@ class NotificationSource(Source):
         self.uris = tuple(str(u) for u in uris)
         self.least = severity(source["level"]) if source.get("level") else 0
         self._server: Server | None = None
-        self._listener = Listener(self._heard, self._ended)
+        self._listener: Listener | None = None
         self._over = False
         """The server's session ended: nothing to unsubscribe from."""
 
@@ -93,8 +92,13 @@ class NotificationSource(Source):
             raise AutomationNotSupported(
                 f"{self.app.app_id} is no MCP server, so its event {self.event.name} is unheard"
             )
+        # the MCP client (and the SDK under it) is loaded by the first use of a server, not by importing this
+        from aai_gateway.executors.mcp import McpExecutor  # noqa: PLC0415
+        from aai_gateway.mcp_client import Listener  # noqa: PLC0415
+
         executor = self.calls.servers.executor(binding)
         assert isinstance(executor, McpExecutor)
+        self._listener = Listener(self._heard, self._ended)
         self._server = await executor.listen(self.app, binding, self._listener, self._timeout())
         try:
             for uri in self.uris:
@@ -109,7 +113,8 @@ class NotificationSource(Source):
         server, self._server = self._server, None
         if server is None:
             return
-        server.unlisten(self._listener)
+        if self._listener is not None:
+            server.unlisten(self._listener)
         for uri in () if self._over else self.uris:
             try:
                 await server.unsubscribe(uri, self._timeout())
