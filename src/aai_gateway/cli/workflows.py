@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -27,8 +27,10 @@ from aai_gateway.history import HistoryUnavailable
 from aai_gateway.problems import Problem
 from aai_gateway.service import Gateway
 from aai_gateway.workflows import inputs, shipped
-from aai_gateway.workflows.failing import Failing, failing
 from aai_gateway.workflows.saved import MAX_FILE_BYTES, MAX_WORKFLOWS, Saved, Shelf, read
+
+if TYPE_CHECKING:
+    from aai_gateway.workflows.failing import Failing
 
 
 @click.group(short_help="List, run, check and install saved workflows (~/.aai/workflows).")
@@ -247,6 +249,8 @@ def _saved_text(saved: Saved) -> str:
 
 
 def _failing(ctx: click.Context) -> dict[str, list[Failing]]:
+    from aai_gateway.workflows.failing import failing
+
     """The failing triggers by workflow; none when the history cannot be read (said on stderr)."""
     try:
         found = failing(history_store(ctx), datetime.now(UTC))

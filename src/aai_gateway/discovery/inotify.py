@@ -11,7 +11,6 @@ kept open and written, like a database or a log, says nothing until it is closed
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import os
 import struct
@@ -53,7 +52,7 @@ class Inotify:
     def __init__(self) -> None:
         if not sys.platform.startswith("linux"):
             raise OSError(errno.ENOSYS, "inotify is Linux's")
-        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)  # the C library is loaded already: no search for it
         self._add_watch = libc.inotify_add_watch
         self._add_watch.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32)
         self._rm_watch = libc.inotify_rm_watch
