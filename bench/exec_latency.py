@@ -50,7 +50,6 @@ GATEWAY = "aai:exec stdio, raw"
 PEER = "SDK peer stdio, raw"
 WEB = "aai:exec HTTP, SDK client"
 WEB_PEER = "SDK peer HTTP, SDK client"
-PEERS = Path(__file__).parent / "peers"
 RAW_CALLER = "bench-raw"
 IN_FLIGHT = 16
 
@@ -128,7 +127,8 @@ class Figures:
 
 
 def peer(script: str, *args: str) -> list[str]:
-    return [sys.executable, str(PEERS / script), *args]
+    """The command that runs a peer of `bench/peers` (from the repository root, as the benchmarks are)."""
+    return [sys.executable, "-m", f"bench.peers.{script.removesuffix('.py')}", *args]
 
 
 @contextmanager

@@ -3,7 +3,7 @@ JSON lines on stdout. No checks, consent, history, log or SDK: what a call costs
 wire and the bus. It answers `initialize`, `tools/list` (one tool) and `tools/call`; calls run
 concurrently, as the gateway's do.
 
-    python bench/peers/relay.py   (DBUS_SESSION_BUS_ADDRESS names the bus the echo app is on)
+    python -m bench.peers.relay   (from the repository root; DBUS_SESSION_BUS_ADDRESS names the echo app's bus)
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ import os
 import sys
 from typing import Any
 
-from dbus_fast import Message
 from dbus_fast.aio import MessageBus
+
+from bench.direct import echo
 
 TOOL = {"name": "aai_exec", "description": "echo", "inputSchema": {"type": "object"}}
 
@@ -33,17 +34,7 @@ async def main() -> None:
         writer.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
 
     async def call(request_id: Any, arguments: dict[str, Any]) -> None:
-        text = str(arguments.get("args", {}).get("text", ""))
-        reply = await bus.call(
-            Message(
-                destination="dev.aai.Echo",
-                path="/dev/aai/Echo",
-                interface="dev.aai.Echo",
-                member="Echo",
-                signature="s",
-                body=[text],
-            )
-        )
+        reply = await echo(bus, str(arguments.get("args", {}).get("text", "")))
         body = reply.body[0] if reply is not None else ""
         send({"jsonrpc": "2.0", "id": request_id, "result": {"content": [{"type": "text", "text": str(body)}]}})
 

@@ -1,8 +1,8 @@
 """The peer a user would write instead of the gateway: one MCP SDK `MCPServer` for the echo app, its one
 tool calling Echo over dbus-fast, served over stdio or streamable HTTP.
 
-    python bench/peers/sdk_echo.py stdio
-    python bench/peers/sdk_echo.py http PORT
+    python -m bench.peers.sdk_echo stdio       (from the repository root)
+    python -m bench.peers.sdk_echo http PORT
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import os
 import sys
 from typing import Any
 
-from dbus_fast import Message
 from dbus_fast.aio import MessageBus
 from mcp.server.mcpserver import MCPServer
+
+from bench.direct import echo
 
 server = MCPServer("echo")
 _bus: list[MessageBus] = []
@@ -24,16 +25,7 @@ async def aai_exec(app: str, tool: str, args: dict[str, Any]) -> str:
     """Echo a text through the echo app."""
     if not _bus:
         _bus.append(await MessageBus(bus_address=os.environ["DBUS_SESSION_BUS_ADDRESS"]).connect())
-    reply = await _bus[0].call(
-        Message(
-            destination="dev.aai.Echo",
-            path="/dev/aai/Echo",
-            interface="dev.aai.Echo",
-            member="Echo",
-            signature="s",
-            body=[str(args.get("text", ""))],
-        )
-    )
+    reply = await echo(_bus[0], str(args.get("text", "")))
     return str(reply.body[0]) if reply is not None else ""
 
 
