@@ -40,6 +40,8 @@ async def run_checked(
     found = await targets(plan, calls, caller, problems)
     problems.raise_any(title)
     ask = await agree(title, found.all(), calls, caller)
+    if caller.begun is not None:
+        caller.begun()
 
     async def work(run_id: str) -> Report:
         steps_caller = replace(caller, ask=ask, parent=run_id)

@@ -15,6 +15,7 @@ from aai_gateway.calls import Caller, Calls
 from aai_gateway.errors import (
     AaiError,
     AppNotFound,
+    AutomationFailed,
     ConsentRequired,
     InvalidParams,
     PermissionDenied,
@@ -131,7 +132,14 @@ class Run:
         started = time.perf_counter()
         limit = self.plan.timeout
         deadline = None if limit is None else asyncio.get_running_loop().time() + limit
-        failed = await self._steps(deadline)
+        try:
+            failed = await self._steps(deadline)
+        except asyncio.CancelledError:
+            # stopped from outside (an MCP task cancelled): what ran is undone as on any failure, then the stop
+            # goes on; a cancel that keeps coming (the SDK's cancel scopes) ends the rollback too
+            if self.plan.on_error == "rollback":
+                await self._rollback()
+            raise
         status = "ok"
         if failed is not None:
             status = "failed"
@@ -159,7 +167,16 @@ class Run:
             if not running:
                 break
             remaining = None if deadline is None else max(deadline - loop.time(), 0)
-            done, _ = await asyncio.wait(running, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            try:
+                done, _ = await asyncio.wait(running, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                for task in running:
+                    task.cancel()
+                await asyncio.gather(*running, return_exceptions=True)
+                for outcome in running.values():
+                    outcome.error = outcome.error or AutomationFailed("the run was cancelled during this step")
+                    self._finish(outcome, "failed")
+                raise
             if not done:  # the plan's time is up: what still runs is stopped and counts as failed
                 for task, outcome in running.items():
                     task.cancel()
