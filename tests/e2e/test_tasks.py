@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -33,6 +32,7 @@ from tests.e2e.tasks_client import (
     two_servers,
 )
 from tests.e2e.test_events import APP, emitter, home_with_storm, tick  # noqa: F401 (the emitter fixture)
+from tests.search.test_input_required import subprocess_history
 from tests.support import Bus, gateway_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -77,18 +77,9 @@ def allowing(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def history(env: dict[str, str], *args: str) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [gateway_command(), "history", "--json", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    records: list[dict[str, Any]] = json.loads(done.stdout)
-    return records
+def history(tmp_path: Path, app: str | None = None) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = json.loads(subprocess_history(tmp_path))
+    return [r for r in records if app is None or r["app"] == app]
 
 
 async def a_wait_ends_with_a_later_event(client: Client, tasks: Tasks, signals: MessageBus, log: Path) -> None:
@@ -120,7 +111,7 @@ async def test_a_wait_as_a_task_ends_with_the_event_and_is_asked_and_recorded_as
         await a_wait_ends_with_a_later_event(client, tasks, emitter, log)
     assert len(user.messages) == 1, user.messages  # asked in a round, before the task began
     assert "(wait) tick" in user.messages[0]
-    records = history(env, "--app", APP)
+    records = history(tmp_path, APP)
     assert [(r["tool"], r["status"], r["caller"]) for r in records] == [("(wait) tick", "ok", "tasker")], records
 
 
@@ -150,7 +141,7 @@ async def test_a_cancelled_waiting_task_stops_listening(
         await seen(log, "stopped listening for tick")
         again = await cancel(client.session, task.task_id)  # ended: nothing more to stop
         assert again.result_type == "complete"
-    [record] = history(env, "--app", APP)
+    [record] = history(tmp_path, APP)
     assert (record["tool"], record["status"], record["error"]["type"]) == ("(wait) tick", "error", "CANCELLED")
 
 
@@ -178,7 +169,7 @@ async def test_a_run_as_a_task_and_a_cancelled_one_rolled_back(tmp_path: Path) -
         state = await ended(client.session, task.task_id)
         assert state.status == "cancelled", state
         assert files["undo_a"].exists(), "the cancelled run's done step was not undone"
-    runs = [r for r in history(env) if r["tool"] == "plan"]
+    runs = [r for r in history(tmp_path) if r["tool"] == "plan"]
     assert sorted((r["status"], (r.get("error") or {}).get("type")) for r in runs) == [
         ("error", "CANCELLED"),
         ("ok", None),
