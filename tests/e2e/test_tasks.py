@@ -230,3 +230,23 @@ async def test_clients_without_the_extension_get_the_result(tmp_path: Path) -> N
         with pytest.raises(MCPError) as unknown:
             await task_call(session, "tasks/get", "any")
         assert unknown.value.error.code == types.METHOD_NOT_FOUND
+
+
+async def test_a_plain_run_cancelled_by_its_client_is_rolled_back(tmp_path: Path) -> None:
+    """The 2025-11-25 era's `notifications/cancelled` stops a run as a task's cancel does: undone."""
+    files = two_servers(tmp_path)
+    env = {"HOME": str(tmp_path / "home"), "AAI_PLATFORM": "linux", "PATH": os.environ["PATH"]}
+    stalled = {"id": "stalled", "app": "mcp.slow", "tool": "stall", "args": {}}
+    async with stdio_session(env, tmp_path / "gateway.log") as session:
+        await session.call_tool("aai_run", plan())  # the servers started, and the fast path taken
+        files["a"].unlink()
+        async with anyio.create_task_group() as group:
+            group.start_soon(session.call_tool, "aai_run", plan(stalled))
+            with anyio.fail_after(30):
+                while not (files["a"].exists() and files["stall"].exists()):
+                    await anyio.sleep(0.05)
+            group.cancel_scope.cancel()
+        with anyio.fail_after(30):
+            while not files["undo_a"].exists():
+                await anyio.sleep(0.05)
+        assert not text_of(await session.call_tool("aai_run", plan())).startswith("The plan failed")
