@@ -250,3 +250,20 @@ async def test_a_plain_run_cancelled_by_its_client_is_rolled_back(tmp_path: Path
             while not files["undo_a"].exists():
                 await anyio.sleep(0.05)
         assert not text_of(await session.call_tool("aai_run", plan())).startswith("The plan failed")
+
+
+async def test_a_run_cancelled_through_the_sdk_is_rolled_back(tmp_path: Path) -> None:
+    """The same over the SDK's own request handling (a 2026-07-28 client without the tasks extension)."""
+    files = two_servers(tmp_path)
+    env = {"HOME": str(tmp_path / "home"), "AAI_PLATFORM": "linux"}
+    stalled = {"id": "stalled", "app": "mcp.slow", "tool": "stall", "args": {}}
+    async with modern_stdio(env, tmp_path / "gateway.log", None) as client:
+        async with anyio.create_task_group() as group:
+            group.start_soon(client.call_tool, "aai_run", plan(stalled))
+            with anyio.fail_after(30):
+                while not (files["a"].exists() and files["stall"].exists()):
+                    await anyio.sleep(0.05)
+            group.cancel_scope.cancel()
+        with anyio.fail_after(30):
+            while not files["undo_a"].exists():
+                await anyio.sleep(0.05)

@@ -100,6 +100,10 @@ class Report:
         return report | ({"outputError": self.output_error} if self.output_error else {})
 
 
+_UNDOING: set[asyncio.Future[None]] = set()
+"""Rollbacks of cancelled runs under way, kept from the garbage collector while their caller is gone."""
+
+
 class Run:
     """One run of a plan. `undos` are the descriptors' own undo declarations, by step id, for steps that
     give none; `concurrency` bounds the steps running at once (1 runs them in order)."""
@@ -135,10 +139,13 @@ class Run:
         try:
             failed = await self._steps(deadline)
         except asyncio.CancelledError:
-            # stopped from outside (an MCP task cancelled): what ran is undone as on any failure, then the stop
-            # goes on; a cancel that keeps coming (the SDK's cancel scopes) ends the rollback too
+            # stopped by its caller: what ran is undone as on any failure, then the stop goes on; shielded, as
+            # the SDK's cancel scopes cancel again at every await (the undos then finish on their own)
             if self.plan.on_error == "rollback":
-                await self._rollback()
+                undoing = asyncio.ensure_future(self._rollback())
+                _UNDOING.add(undoing)
+                undoing.add_done_callback(_UNDOING.discard)
+                await asyncio.shield(undoing)
             raise
         status = "ok"
         if failed is not None:
