@@ -65,7 +65,7 @@ class _Server(Server[Any]):
         return super().create_initialization_options(
             notification_options or NotificationOptions(tools_changed=True, resources_changed=True),
             experimental_capabilities,
-            extensions,
+            extensions if extensions is not None else {},  # the extensions served are 2026-07-28's (discover)
         )
 
 
