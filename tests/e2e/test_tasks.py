@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from dbus_fast.aio import MessageBus
@@ -205,8 +206,32 @@ async def test_unknown_foreign_and_undeclared_task_ids_are_refused(
             with pytest.raises(MCPError) as gone:  # the extension of 2026-07-28 has no tasks/result
                 await task_call(owner.session, "tasks/result", task.task_id)
             assert gone.value.error.code == types.METHOD_NOT_FOUND
+            for header in ("another-task", None):  # SEP-2663: Mcp-Name routes tasks/*, and must be the id
+                answer = await raw_task_get(url, task.task_id, header)
+                assert answer["error"]["code"] == types.HEADER_MISMATCH, answer
             await cancel(owner.session, task.task_id)
             assert (await ended(owner.session, task.task_id)).status == "cancelled"
+
+
+async def raw_task_get(url: str, task_id: str, name_header: str | None) -> dict[str, Any]:
+    """`tasks/get` as the owner would send it, but with `Mcp-Name` set to `name_header` (or left out)."""
+    meta = {
+        types.PROTOCOL_VERSION_META_KEY: MODERN,
+        types.CLIENT_CAPABILITIES_META_KEY: {"extensions": {TASKS: {}}},
+        types.CLIENT_INFO_META_KEY: {"name": "owner", "version": "1"},
+    }
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "tasks/get",
+    }
+    if name_header is not None:
+        headers["Mcp-Name"] = name_header
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"taskId": task_id, "_meta": meta}}
+    async with httpx2.AsyncClient(timeout=30) as http:
+        response = await http.post(url, json=body, headers=headers)
+    answer: dict[str, Any] = response.json()
+    return answer
 
 
 async def test_clients_without_the_extension_get_the_result(tmp_path: Path) -> None:

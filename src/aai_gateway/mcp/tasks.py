@@ -29,6 +29,7 @@ from typing import Any, Literal
 import mcp_types as types
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
+from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.methods import serialize_server_result
 
 from aai_gateway.errors import AutomationFailed, ConsentRequired
@@ -209,6 +210,12 @@ class Tasks:
                 code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
                 message=f"{ctx.method} needs the {EXTENSION} extension declared in the request's client capabilities",
                 data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+            )
+        headers = getattr(ctx.request, "headers", None)  # over HTTP: SEP-2663 routes tasks/* by Mcp-Name
+        if headers is not None and decode_header_value(headers.get(MCP_NAME_HEADER)) != params.task_id:
+            raise MCPError(
+                code=types.HEADER_MISMATCH,
+                message=f"{MCP_NAME_HEADER} header does not match the request body's 'taskId' parameter",
             )
         self._sweep()
         task = self._tasks.get(params.task_id)
