@@ -31,6 +31,7 @@ from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.methods import serialize_server_result
+from pydantic import ValidationError
 
 from aai_gateway.errors import AutomationFailed, ConsentRequired
 from aai_gateway.mcp.errors import answer, to_result
@@ -182,25 +183,32 @@ class Tasks:
             return
         failure = job.exception()
         if failure is None:
-            result = job.result()
-            if isinstance(result, types.InputRequiredResult):  # a question asked once the work ran
-                result = to_result(
-                    ConsentRequired(
-                        f"{task.tool} needed the user's answer while it ran as a task, where no question can be "
-                        "put; call it again without the tasks extension, or approve what it uses first"
-                    )
-                )
-            dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-            task.status, task.result = "completed", serialize_server_result("tools/call", "2026-07-28", dumped)
-            task.message = f"{task.tool} ended" + (" with an error" if result.is_error else "")
-            return
+            try:
+                self._completed(task, job.result())
+                return
+            except ValidationError as exc:  # the result the call would have answered does not fit the protocol
+                failure = exc
         if isinstance(failure, MCPError):
             error = failure.error
         else:
             log.error("task %s of %s failed", task.task_id, task.tool, exc_info=failure)
-            error = types.ErrorData(code=types.INTERNAL_ERROR, message=f"{task.tool} failed: {failure}")
+            said = f"{task.tool} failed in the gateway ({type(failure).__name__}); see its log"
+            error = types.ErrorData(code=types.INTERNAL_ERROR, message=said)
         task.status, task.message = "failed", error.message
         task.error = error.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    @staticmethod
+    def _completed(task: Task, result: types.CallToolResult | types.InputRequiredResult) -> None:
+        if isinstance(result, types.InputRequiredResult):  # a question asked once the work ran
+            result = to_result(
+                ConsentRequired(
+                    f"{task.tool} needed the user's answer while it ran as a task, where no question can be "
+                    "put; call it again without the tasks extension, or approve what it uses first"
+                )
+            )
+        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        task.result = serialize_server_result("tools/call", "2026-07-28", dumped)
+        task.status, task.message = "completed", f"{task.tool} ended" + (" with an error" if result.is_error else "")
 
     def _find(self, ctx: ServerRequestContext[Any], params: TaskParams) -> Task:
         if not modern(ctx):
