@@ -10,6 +10,10 @@ by a raw JSON-lines client (write requests, read answers by id: what the gateway
 the official MCP SDK client (what an SDK-based agent sees, the client's own overhead included).
 Each row is measured `--rounds` times; the p50 shown is the median of the rounds, with their spread.
 
+Beside it, in the same run: a bare JSON-lines relay with no features (bench/peers/relay.py: the wire and
+the bus, nothing else) and the peer a user would write instead (bench/peers/sdk_echo.py: one MCP SDK
+`MCPServer` for the app), over stdio and HTTP; the last lines give the gateway's ratios to each.
+
 Each gateway gets an AAI home of its own, as one agent's gateway has: gateways sharing a home
 wake each other's file watchers with every log line and history commit (~17 us of CPU each per
 call, measured), which `--shared-home` shows.
@@ -19,12 +23,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -39,6 +45,12 @@ ARGS = {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "hello"}}
 EXEC = ("aai_exec", ARGS)
 RAW_EXEC = {"name": "aai_exec", "arguments": ARGS}
 DIRECT = "direct dbus-fast call"
+RELAY = "bare relay stdio, raw"
+GATEWAY = "aai:exec stdio, raw"
+PEER = "SDK peer stdio, raw"
+WEB = "aai:exec HTTP, SDK client"
+WEB_PEER = "SDK peer HTTP, SDK client"
+PEERS = Path(__file__).parent / "peers"
 RAW_CALLER = "bench-raw"
 IN_FLIGHT = 16
 
@@ -100,7 +112,48 @@ class Figures:
             rate = statistics.median(rates)
             spread = f"{min(rates):.0f}-{max(rates):.0f}"
             lines.append(f"{name:<26} {rate:8.0f} calls/s {spread:>13}   {rate / base_rate:5.2f}x of direct")
+        lines.append("\nthe gateway against the bare relay and the SDK peer, round by round:")
+        lines.append(f"  stdio p50 over direct: {self._each(GATEWAY, DIRECT, self.p50, over=True)} ms")
+        lines.append(f"  stdio, {IN_FLIGHT} in flight, over the relay: {self._each(GATEWAY, RELAY, self.rates)}x")
+        lines.append(f"  stdio, {IN_FLIGHT} in flight, over the SDK peer: {self._each(GATEWAY, PEER, self.rates)}x")
+        if WEB in self.rates and WEB_PEER in self.rates:
+            lines.append(f"  HTTP, {IN_FLIGHT} in flight, over the SDK peer: {self._each(WEB, WEB_PEER, self.rates)}x")
         return "\n".join(lines)
+
+    @staticmethod
+    def _each(name: str, base: str, figures: dict[str, list[float]], *, over: bool = False) -> str:
+        """The figure of `name` against that of `base` in each round (a difference or a ratio)."""
+        pairs = zip(figures.get(name, []), figures.get(base, []), strict=False)
+        return ", ".join(f"{a - b:+.3f}" if over else f"{a / b:.2f}" for a, b in pairs)
+
+
+def peer(script: str, *args: str) -> list[str]:
+    return [sys.executable, str(PEERS / script), *args]
+
+
+@contextmanager
+def http_peer(env: dict[str, str], stderr: Path) -> Iterator[str]:
+    """The SDK peer served over streamable HTTP; yields its MCP URL once it accepts connections."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with stderr.open("a") as errlog:
+        proc = subprocess.Popen(peer("sdk_echo.py", "http", str(port)), env=env, stderr=errlog, stdout=errlog)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, f"the SDK peer exited: {stderr.read_text()}"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 async def main(calls: int, warmup: int, rounds: int, http: bool, shared_home: bool) -> None:
@@ -127,15 +180,26 @@ async def main(calls: int, warmup: int, rounds: int, http: bool, shared_home: bo
                     if http:
                         url = sessions.enter_context(web_gateway(env_of("web"), work / "web.log"))
                         web = await sessions.enter_async_context(http_session(url))
+                    relay = await sessions.enter_async_context(
+                        raw_session(bus.env(), work / "relay.log", RAW_CALLER, command=peer("relay.py"))
+                    )
+                    sdk_peer = await sessions.enter_async_context(
+                        raw_session(bus.env(), work / "peer.log", RAW_CALLER, command=peer("sdk_echo.py", "stdio"))
+                    )
+                    web_peer = None
+                    if http:
+                        peer_url = sessions.enter_context(http_peer(bus.env(), work / "peer-http.log"))
+                        web_peer = await sessions.enter_async_context(http_session(peer_url))
                     raw_exec = partial(raw.request, "tools/call", RAW_EXEC)
                     for _ in range(rounds):
                         await figures.take(DIRECT, direct_echo, calls, warmup)
-                        await figures.take("aai:exec stdio, raw", raw_exec, calls, warmup)
+                        await figures.take(RELAY, partial(relay.request, "tools/call", RAW_EXEC), calls, warmup)
+                        await figures.take(GATEWAY, raw_exec, calls, warmup)
+                        await figures.take(PEER, partial(sdk_peer.request, "tools/call", RAW_EXEC), calls, warmup)
                         await figures.take("aai:exec stdio, SDK client", partial(sdk.call_tool, *EXEC), calls, warmup)
-                        if web is not None:
-                            await figures.take(
-                                "aai:exec HTTP, SDK client", partial(web.call_tool, *EXEC), calls, warmup
-                            )
+                        if web is not None and web_peer is not None:
+                            await figures.take(WEB, partial(web.call_tool, *EXEC), calls, warmup)
+                            await figures.take(WEB_PEER, partial(web_peer.call_tool, *EXEC), calls, warmup)
                 direct.disconnect()
                 print(f"{rounds} rounds of {calls} calls each after {warmup} warm-up calls; echo of a 5-byte string\n")
                 print(figures.report())

@@ -1,6 +1,7 @@
 """System services from Debian on a private bus of the system type, changing nothing on this machine.
 
-Each daemon runs in its own mount and host-name namespace where /etc and /var/lib are overlays, without the
+Each daemon runs in its own mount and host-name namespace (and network namespace, for a daemon that would
+manage the network) where /etc and /var/lib are overlays, without the
 capabilities to set the clock or reboot: what it
 writes (/etc/machine-info, /etc/default/locale, /etc/passwd, ...) lands in the overlay's upper folder, which
 a test reads as the second channel, and the machine's own files stay as they are. That needs root and
@@ -15,7 +16,7 @@ import os
 import shlex
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,8 @@ def isolation_problem() -> str | None:
 class Isolated:
     """One daemon in its own namespace whose /etc and /var/lib are overlays kept under `root`."""
 
-    def __init__(self, argv: Sequence[str], root: Path, env: dict[str, str]) -> None:
+    def __init__(self, argv: Sequence[str], root: Path, env: dict[str, str], *, network: bool = False) -> None:
+        """`network` gives the daemon a network namespace of its own too, holding only a loopback device."""
         self.root = root
         mounts = []
         for lower in OVERLAID:
@@ -70,9 +72,10 @@ class Isolated:
             options = shlex.quote(f"lowerdir={lower},upperdir={upper},workdir={work}")
             mounts.append(f"mount -t overlay overlay -o {options} {lower}")
         script = " && ".join(mounts) + f' && exec setpriv --bounding-set={DROPPED} --inh-caps={DROPPED} "$@"'
+        spaces = ["--mount", "--uts", "--net"] if network else ["--mount", "--uts"]
         with (root / "stderr").open("ab") as log:
             self.proc: subprocess.Popen[bytes] = subprocess.Popen(
-                ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", script, "sh", *argv],
+                ["unshare", *spaces, "--propagation", "private", "sh", "-c", script, "sh", *argv],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -100,18 +103,27 @@ class SystemServices:
         self.workdir = workdir
         self.running: dict[str, Any] = {}
 
-    def ensure(self, name: str, argv: Sequence[str], *, isolated: bool = True) -> Isolated | None:
-        """Start `argv`, which owns `name`, unless `name` is on the bus; its overlay (None when not isolated)."""
+    def ensure(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        isolated: bool = True,
+        env: Mapping[str, str] | None = None,
+        network: bool = False,
+    ) -> Isolated | None:
+        """Start `argv`, which owns `name`, unless `name` is on the bus; its overlay (None when not isolated).
+        `env` adds to the daemon's environment; `network` isolates its network too (see `Isolated`)."""
         started = self.running.get(name)
         if started is not None and self.bus.has_owner(name):
             return started if isinstance(started, Isolated) else None
         if started is not None:
             started.stop()
-        env = system_env(self.bus)
+        environ = system_env(self.bus, None, **(env or {}))
         if isolated:
-            started = Isolated(argv, self.workdir / name, env)
+            started = Isolated(argv, self.workdir / name, environ, network=network)
         else:
-            started = subprocess.Popen(list(argv), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            started = subprocess.Popen(list(argv), env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.running[name] = started
         process = started.proc if isinstance(started, Isolated) else started
 

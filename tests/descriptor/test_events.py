@@ -103,3 +103,81 @@ def test_every_library_event_validates_and_the_guide_lists_it() -> None:
             assert f"### {event.name}\n" in text
     assert {"org.mpris.mediaplayer2:track_changed", "org.freedesktop.notifications:notification_closed"} <= declared
     assert "com.transmissionbt.transmission:torrents_finished" in declared
+
+
+def mcp_server() -> dict[str, Any]:
+    """Shape B: an MCP server as an app."""
+    return {
+        "schema_version": "1.0",
+        "version": "1.0.0",
+        "platform": "mcp",
+        "app": {"id": "mcp.notes", "name": "Notes", "description": "A notes server."},
+        "execution": {"type": "mcp", "command": "notes-server"},
+    }
+
+
+NOTES_CHANGED: dict[str, Any] = {
+    "name": "notes_changed",
+    "description": "The notes changed.",
+    "mcp": {"notification": "notifications/resources/updated", "uri": "file:///notes.md"},
+}
+ERRORS: dict[str, Any] = {
+    "name": "errors",
+    "description": "The server logged an error.",
+    "mcp": {"notification": "notifications/message", "level": "error"},
+    "when": "logger == 'sync'",
+}
+
+
+def test_mcp_notifications_are_read_in_every_shape_an_mcp_server_has(tmp_path: Any) -> None:
+    snake = mcp_server()
+    camel = {k: v for k, v in snake.items() if k != "schema_version"} | {"schemaVersion": "1.0"}
+    for doc in (snake, camel):
+        doc["events"] = [NOTES_CHANGED, ERRORS]
+        valid, problems = validate(tmp_path, doc)
+        assert valid, problems
+        loaded = check_document(doc, "aai.json").descriptor
+        assert loaded is not None
+        changed, errors = loaded.events
+        assert changed == Event("notes_changed", "The notes changed.", "mcp", NOTES_CHANGED["mcp"])
+        assert (errors.kind, errors.source["level"], errors.when) == ("mcp", "error", "logger == 'sync'")
+        assert loaded.to_json()["events"] == [NOTES_CHANGED, ERRORS]
+        text = guide(loaded, "linux")
+        assert "the gateway subscribes to file:///notes.md while somebody waits" in text
+        assert "only level error and more severe" in text
+
+
+@pytest.mark.hostile("validation")
+def test_every_problem_of_an_mcp_event_is_named_at_its_pointer(tmp_path: Any) -> None:
+    doc = mcp_server()
+    doc["events"] = [
+        ERRORS | {"mcp": {"notification": "notifications/tools/list_changed", "uri": "file:///x", "level": "info"}},
+    ]
+    valid, problems = validate(tmp_path, doc)
+    assert not valid
+    said = {(pointer, message) for pointer, _, message in problems}
+    assert (
+        "/events/0/mcp/uri",
+        "only notifications/resources/updated concerns one resource, not notifications/tools/list_changed",
+    ) in said
+    assert (
+        "/events/0/mcp/level",
+        "only notifications/message has a level, not notifications/tools/list_changed",
+    ) in said
+    doc["events"] = [  # what the schema says no to
+        NOTES_CHANGED | {"name": "loud", "mcp": {"notification": "notifications/message", "level": "shouting"}},
+        NOTES_CHANGED | {"name": "progress", "mcp": {"notification": "notifications/progress"}},
+    ]
+    valid, problems = validate(tmp_path, doc)
+    assert not valid
+    pointers = {pointer for pointer, severity, _ in problems if severity == "error"}
+    assert {"/events/0/mcp/level", "/events/1/mcp/notification"} <= pointers, problems
+    other = single()
+    other["events"] = [NOTES_CHANGED]
+    valid, problems = validate(tmp_path, other)
+    assert not valid
+    assert (
+        "/events/0/mcp",
+        "error",
+        "an mcp event hears an MCP server's notifications, and this app is no MCP server (execution type mcp)",
+    ) in problems

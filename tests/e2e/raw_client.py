@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -81,13 +81,13 @@ class RawClient:
         await self._reader
 
 
-async def spawn(env: Mapping[str, str], stderr: Path, *prefix: str) -> RawClient:
-    """`aai-gateway --mcp` started (after `prefix`, such as a command that drops privileges), not initialized."""
+async def spawn(env: Mapping[str, str], stderr: Path, *prefix: str, command: Sequence[str] | None = None) -> RawClient:
+    """`aai-gateway --mcp` (or `command`, another server over stdio) started (after `prefix`, such as a
+    command that drops privileges), not initialized."""
     with stderr.open("a") as errlog:
         proc = await asyncio.create_subprocess_exec(
             *prefix,
-            gateway_command(),
-            "--mcp",
+            *(command or (gateway_command(), "--mcp")),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=errlog,
@@ -99,10 +99,16 @@ async def spawn(env: Mapping[str, str], stderr: Path, *prefix: str) -> RawClient
 
 @asynccontextmanager
 async def raw_session(
-    env: Mapping[str, str], stderr: Path, name: str, *, list_tools: bool = True
+    env: Mapping[str, str],
+    stderr: Path,
+    name: str,
+    *,
+    list_tools: bool = True,
+    command: Sequence[str] | None = None,
 ) -> AsyncIterator[RawClient]:
-    """`aai-gateway --mcp` initialized by a client called `name` (and its tools listed, unless not)."""
-    client = await spawn(env, stderr)
+    """`aai-gateway --mcp` (or `command`) initialized by a client called `name` (and its tools listed, unless
+    not)."""
+    client = await spawn(env, stderr, command=command)
     try:
         await client.initialize(name, list_tools=list_tools)
         yield client

@@ -15,13 +15,18 @@ PLAN.json holds:
   {"env": NAME} answer with the value of the environment variable NAME as text;
   {"stderr": TEXT} write TEXT and a newline to stderr ({"stderr": TEXT, "end": ""}: TEXT alone, part of a line);
   {"argv": true} answer with the server's own arguments after PLAN.json, as a JSON list;
-  {"notify": N} send N `notifications/tools/list_changed`;
+  {"notify": N} send N `notifications/tools/list_changed` (with "method" and "params": N of that notification);
+  {"log": N, "fill": BYTES, "level": LEVEL} send N `notifications/message` of LEVEL (default info) whose data is
+  {"n": 0..N-1, "text": BYTES x's} (a flood, or one huge message);
   {"ask": TEXT} ask the client (`elicitation/create`, message TEXT) and answer with its answer as JSON text;
   {"hang": true} never answer (sleep until killed);
   {"exit": CODE} exit at once with CODE;
   {"fork": SECONDS} start a child that closes its fds 0-2 and sleeps SECONDS (keeps the process group);
   {"touch": PATH} create the file PATH (proof that the server ran);
   {"sleep": SECONDS} wait before the next action.
+- "capabilities": what `initialize` declares (default {"tools": {}});
+- "requestsFile": a path each `resources/subscribe`, `resources/unsubscribe` and `logging/setLevel` is added
+  to, one JSON line `[method, params]` each (they are answered with {});
 - "ignoreEof": true: keep running after stdin closes (as a careless server does), until killed.
 - "ignoreTerm": true: ignore SIGTERM.
 - "startFile": a path written with the server's pid when it starts (proof that it was started).
@@ -80,8 +85,16 @@ def call(request_id: Any, params: dict[str, Any]) -> None:
             sys.stderr.write(action["stderr"] + action.get("end", "\n"))
             sys.stderr.flush()
         elif "notify" in action:
+            notification = {"jsonrpc": "2.0", "method": action.get("method", "notifications/tools/list_changed")}
+            if "params" in action:
+                notification["params"] = action["params"]
             for _ in range(action["notify"]):
-                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                send(notification)
+        elif "log" in action:
+            filler = "x" * action.get("fill", 0)
+            for n in range(action["log"]):
+                params = {"level": action.get("level", "info"), "data": {"n": n, "text": filler}}
+                send({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
         elif "hang" in action:
             while True:
                 time.sleep(3600)
@@ -146,12 +159,18 @@ def main() -> None:
         if method == "initialize":
             version = params.get("protocolVersion", "2025-11-25")
             server = {"name": "hostile", "version": "1.0.0"}
-            answer(request_id, {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": server})
+            capabilities = PLAN.get("capabilities", {"tools": {}})
+            answer(request_id, {"protocolVersion": version, "capabilities": capabilities, "serverInfo": server})
         elif method == "tools/list":
             tools_list(request_id, params)
         elif method == "tools/call":
             call(request_id, params)
         elif method == "ping":
+            answer(request_id, {})
+        elif method in ("resources/subscribe", "resources/unsubscribe", "logging/setLevel"):
+            if "requestsFile" in PLAN:
+                with Path(PLAN["requestsFile"]).open("a") as requests:
+                    requests.write(json.dumps([method, params]) + "\n")
             answer(request_id, {})
         else:
             send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no such method"}})

@@ -53,80 +53,80 @@ def test_ordinary_keys(key: str) -> None:
     assert not secret_key(key)
 
 
-@pytest.mark.parametrize(
-    ("value", "schema", "expected"),
-    [
-        ({"text": "hi", "password": "hunter2"}, None, {"text": "hi", "password": R}),
-        ({"Authorization": "Bearer abc", "X-API-KEY": 5}, None, {"Authorization": R, "X-API-KEY": R}),
-        # nested objects and lists
-        (
-            {"headers": {"Cookie": "s=1", "Accept": "json"}, "items": [{"token": "t", "n": 1}, "plain"]},
-            None,
-            {"headers": {"Cookie": R, "Accept": "json"}, "items": [{"token": R, "n": 1}, "plain"]},
-        ),
-        # a whole object under a secret key goes
-        ({"credentials": {"user": "u", "pin": 1234}}, None, {"credentials": R}),
-        # schema marks
-        (
-            {"pin": "1234", "note": "x"},
-            {"type": "object", "properties": {"pin": {"type": "string", "x-sensitive": True}}},
-            {"pin": R, "note": "x"},
-        ),
-        (
-            {"login": "ada", "code": "s3cret"},
-            {"properties": {"code": {"type": "string", "format": "password"}}},
-            {"login": "ada", "code": R},
-        ),
-        # nested schema marks, in objects and in array items
-        (
-            {"account": {"user": "ada", "pin": "1"}, "cards": [{"cvv": "123", "last4": "4242"}]},
-            {
-                "properties": {
-                    "account": {"properties": {"pin": {"x-sensitive": True}}},
-                    "cards": {"items": {"properties": {"cvv": {"format": "password"}}}},
-                }
-            },
-            {"account": {"user": "ada", "pin": R}, "cards": [{"cvv": R, "last4": "4242"}]},
-        ),
-        # a sensitive array: the whole value goes
-        ({"otps": ["1", "2"]}, {"properties": {"otps": {"type": "array", "x-sensitive": True}}}, {"otps": R}),
-        # positional items, $ref, allOf/anyOf, additionalProperties and patternProperties
-        (
-            {"pair": ["user", "pw"]},
-            {"properties": {"pair": {"items": [{"type": "string"}, {"x-sensitive": True}]}}},
-            {"pair": ["user", R]},
-        ),
-        (
-            {"pin": "1", "other": "2"},
-            {"properties": {"pin": {"$ref": "#/definitions/hidden"}}, "definitions": {"hidden": {"x-sensitive": True}}},
-            {"pin": R, "other": "2"},
-        ),
-        (
-            {"pin": "1", "x": 2},
-            {"allOf": [{"properties": {"x": {"type": "integer"}}}, {"properties": {"pin": {"x-sensitive": True}}}]},
-            {"pin": R, "x": 2},
-        ),
-        (
-            {"vault": {"a": "1", "b": "2"}},
-            {"properties": {"vault": {"additionalProperties": {"x-sensitive": True}}}},
-            {"vault": {"a": R, "b": R}},
-        ),
-        (
-            {"env": {"DB_PIN": "1", "HOME": "/h"}},
-            {"properties": {"env": {"patternProperties": {"_PIN$": {"x-sensitive": True}}}}},
-            {"env": {"DB_PIN": R, "HOME": "/h"}},
-        ),
-        # "x-sensitive": false and other formats keep the value
-        (
-            {"pin": "1", "mail": "a@b.c"},
-            {"properties": {"pin": {"x-sensitive": False}, "mail": {"format": "email"}}},
-            {"pin": "1", "mail": "a@b.c"},
-        ),
-        # scalars and non-objects pass through
-        ([1, "two", None, True], None, [1, "two", None, True]),
-        ("just text", None, "just text"),
-    ],
-)
+CASES: list[tuple[Any, dict[str, Any] | None, Any]] = [
+    ({"text": "hi", "password": "hunter2"}, None, {"text": "hi", "password": R}),
+    ({"Authorization": "Bearer abc", "X-API-KEY": 5}, None, {"Authorization": R, "X-API-KEY": R}),
+    # nested objects and lists
+    (
+        {"headers": {"Cookie": "s=1", "Accept": "json"}, "items": [{"token": "t", "n": 1}, "plain"]},
+        None,
+        {"headers": {"Cookie": R, "Accept": "json"}, "items": [{"token": R, "n": 1}, "plain"]},
+    ),
+    # a whole object under a secret key goes
+    ({"credentials": {"user": "u", "pin": 1234}}, None, {"credentials": R}),
+    # schema marks
+    (
+        {"pin": "1234", "note": "x"},
+        {"type": "object", "properties": {"pin": {"type": "string", "x-sensitive": True}}},
+        {"pin": R, "note": "x"},
+    ),
+    (
+        {"login": "ada", "code": "s3cret"},
+        {"properties": {"code": {"type": "string", "format": "password"}}},
+        {"login": "ada", "code": R},
+    ),
+    # nested schema marks, in objects and in array items
+    (
+        {"account": {"user": "ada", "pin": "1"}, "cards": [{"cvv": "123", "last4": "4242"}]},
+        {
+            "properties": {
+                "account": {"properties": {"pin": {"x-sensitive": True}}},
+                "cards": {"items": {"properties": {"cvv": {"format": "password"}}}},
+            }
+        },
+        {"account": {"user": "ada", "pin": R}, "cards": [{"cvv": R, "last4": "4242"}]},
+    ),
+    # a sensitive array: the whole value goes
+    ({"otps": ["1", "2"]}, {"properties": {"otps": {"type": "array", "x-sensitive": True}}}, {"otps": R}),
+    # positional items, $ref, allOf/anyOf, additionalProperties and patternProperties
+    (
+        {"pair": ["user", "pw"]},
+        {"properties": {"pair": {"items": [{"type": "string"}, {"x-sensitive": True}]}}},
+        {"pair": ["user", R]},
+    ),
+    (
+        {"pin": "1", "other": "2"},
+        {"properties": {"pin": {"$ref": "#/definitions/hidden"}}, "definitions": {"hidden": {"x-sensitive": True}}},
+        {"pin": R, "other": "2"},
+    ),
+    (
+        {"pin": "1", "x": 2},
+        {"allOf": [{"properties": {"x": {"type": "integer"}}}, {"properties": {"pin": {"x-sensitive": True}}}]},
+        {"pin": R, "x": 2},
+    ),
+    (
+        {"vault": {"a": "1", "b": "2"}},
+        {"properties": {"vault": {"additionalProperties": {"x-sensitive": True}}}},
+        {"vault": {"a": R, "b": R}},
+    ),
+    (
+        {"env": {"DB_PIN": "1", "HOME": "/h"}},
+        {"properties": {"env": {"patternProperties": {"_PIN$": {"x-sensitive": True}}}}},
+        {"env": {"DB_PIN": R, "HOME": "/h"}},
+    ),
+    # "x-sensitive": false and other formats keep the value
+    (
+        {"pin": "1", "mail": "a@b.c"},
+        {"properties": {"pin": {"x-sensitive": False}, "mail": {"format": "email"}}},
+        {"pin": "1", "mail": "a@b.c"},
+    ),
+    # scalars and non-objects pass through
+    ([1, "two", None, True], None, [1, "two", None, True]),
+    ("just text", None, "just text"),
+]
+
+
+@pytest.mark.parametrize(("value", "schema", "expected"), CASES)
 def test_redaction_table(value: Any, schema: dict[str, Any] | None, expected: Any) -> None:
     assert Redactor().value(value, schema) == expected
 
@@ -201,3 +201,29 @@ def test_masked_values_are_reported_for_cutting_out_of_results() -> None:
     assert out == {"pin": R, "auth": R, "text": "x"}
     assert sorted(hidden) == ["4711-2", "ada"]
     assert Redactor().also(hidden).text("your pin 4711-2 is wrong") == f"your pin {R} is wrong"
+
+
+@pytest.mark.parametrize(("value", "schema", "expected"), CASES)
+def test_the_same_schema_again_redacts_the_same(value: Any, schema: dict[str, Any] | None, expected: Any) -> None:
+    """What is worked out for a schema once is kept: a second and third call with the same schema object, and
+    one with an equal copy (a new object), all give the first answer."""
+    redactor = Redactor()
+    first = redactor.value(value, schema)
+    again = [redactor.value(value, schema), redactor.value(value, schema)]
+    copy = redactor.value(value, json.loads(json.dumps(schema)))
+    assert first == expected
+    assert again == [expected, expected]
+    assert copy == expected
+
+
+def test_an_index_and_a_key_that_look_alike_keep_their_own_plans() -> None:
+    """Index 1 of an array and key `1` (or `True`, the same dict key as `1`) of an object are told apart."""
+    schema = {
+        "prefixItems": [{"type": "string"}, {"format": "password"}],
+        "properties": {"True": {"format": "password"}},
+    }
+    redactor = Redactor()
+    for _ in range(2):
+        assert redactor.value(["a", "b"], schema) == ["a", R]
+        assert redactor.value({1: "y"}, schema) == {"1": "y"}
+        assert redactor.value({True: "x"}, schema) == {"True": R}

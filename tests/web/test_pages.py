@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime, timedelta
 from html import unescape
 from pathlib import Path
 
@@ -13,11 +14,11 @@ from starlette.routing import Mount
 from starlette.testclient import TestClient
 
 from aai_gateway.config import load_settings, setting_fields
-from aai_gateway.history import HistoryUnavailable
+from aai_gateway.history import HistoryUnavailable, Record
 from aai_gateway.service import Gateway
 from aai_gateway.web import TOKEN_FILE, UI_PATH, Access, build_ui
 from tests.support import TEST_APPS
-from tests.web.ui_support import HOST, PORT, XSS_APP, Ui, hostile_record, write_home
+from tests.web.ui_support import HOST, HOSTILE, PORT, SCRIPT, XSS_APP, Ui, hostile_record, write_home
 
 
 def test_the_apps_page_lists_an_unknown_key_as_a_warning(ui: Ui) -> None:
@@ -99,3 +100,46 @@ def test_the_overview_shows_a_banner_while_the_history_cannot_be_written(ui: Ui)
     page = unescape(ui.client.get(f"{UI_PATH}/").text)
     assert 'id="history-trouble"' not in page
     assert "waiting00001" in page
+
+
+TRIGGER = f"dev.aai.xss:tick where {SCRIPT}"
+
+
+def triggered_run(call_id: str, status: str, ago: timedelta, trigger: str = TRIGGER) -> Record:
+    failed = status == "error"
+    return Record(
+        call_id=call_id,
+        time=datetime.now(UTC) - ago,
+        caller="trigger",
+        transport="trigger",
+        app="aai.workflows",
+        tool="watch",
+        args={"steps": 1, "inputs": {}, "event": {"trigger": trigger, "payload": {"n": 1}, "heldBack": 0}},
+        status="error" if failed else "ok",
+        duration_ms=2.0,
+        error_code=-32001 if failed else None,
+        error_type="AUTOMATION_FAILED" if failed else None,
+        error_detail=f"The plan failed: {HOSTILE}" if failed else None,
+    )
+
+
+@pytest.mark.hostile("encoding")
+def test_the_overview_shows_a_failing_trigger_escaped_and_only_while_it_fails(ui: Ui) -> None:
+    ui.login()
+    page = ui.client.get(f"{UI_PATH}/").text
+    assert 'id="failing-triggers"' not in page  # a failed call of an agent is no failing trigger
+
+    store = ui.gateway.history
+    store.submit(triggered_run("old000000001", "error", timedelta(days=2), "an old trigger")).result(10)
+    store.submit(triggered_run("run000000001", "error", timedelta(minutes=3))).result(10)
+    store.submit(triggered_run("run000000002", "error", timedelta(minutes=2))).result(10)
+    page = ui.client.get(f"{UI_PATH}/").text
+    assert SCRIPT not in page
+    shown = unescape(page)
+    assert f"<code>dev.aai.xss:tick where {SCRIPT}</code>: 2 of 2 runs in the last 24 hours failed" in shown
+    assert f'href="{UI_PATH}/history/run000000002"' in shown
+    assert f"AUTOMATION_FAILED: The plan failed: {HOSTILE}" in shown
+    assert "an old trigger" not in shown
+
+    store.submit(triggered_run("run000000003", "ok", timedelta(minutes=1))).result(10)
+    assert 'id="failing-triggers"' not in ui.client.get(f"{UI_PATH}/").text

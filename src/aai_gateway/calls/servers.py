@@ -53,7 +53,8 @@ class Servers:
         return executor
 
     async def live(self, app: Descriptor) -> Descriptor:
-        """`app` as served: an MCP server's app gets the server's tools (`tools/list`, kept until it changes)."""
+        """`app` as served: an MCP server's app gets the server's tools (`tools/list`, kept until it changes) and
+        the events its capabilities offer (`descriptor.server_events`) besides the ones it declares."""
         binding = app.mcp
         if binding is None:
             return app
@@ -65,7 +66,8 @@ class Servers:
         own = self.settings.apps.get(app.app_id)
         timeout = (own.timeout if own else None) or self.settings.default_timeout
         tools = await executor.live_tools(app, binding, timeout)
-        served = replace(app, bindings={**app.bindings, "mcp": replace(binding, tools=tools)})
+        bindings = {**app.bindings, "mcp": replace(binding, tools=tools)}
+        served = replace(app, bindings=bindings, events=executor.live_events(app))
         self._live[app.app_id] = (app, served)
         await self._remember_tools(app, tools)
         return served

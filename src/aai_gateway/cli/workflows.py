@@ -6,18 +6,31 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from aai_gateway import logs
-from aai_gateway.cli.common import CLI_CALLER, fail, on_gateway, result_text, settings_of, terminal_safe
+from aai_gateway.cli.common import (
+    CLI_CALLER,
+    fail,
+    history_store,
+    on_gateway,
+    result_text,
+    settings_of,
+    terminal_safe,
+)
 from aai_gateway.errors import AaiError
+from aai_gateway.history import HistoryUnavailable
 from aai_gateway.problems import Problem
 from aai_gateway.service import Gateway
 from aai_gateway.workflows import inputs, shipped
 from aai_gateway.workflows.saved import MAX_FILE_BYTES, MAX_WORKFLOWS, Saved, Shelf, read
+
+if TYPE_CHECKING:
+    from aai_gateway.workflows.failing import Failing
 
 
 @click.group(short_help="List, run, check and install saved workflows (~/.aai/workflows).")
@@ -30,18 +43,27 @@ def workflow() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print them as JSON.")
 @click.pass_context
 def list_(ctx: click.Context, as_json: bool) -> None:
-    """List the saved workflows (id, name, inputs, steps), then each broken file with its problems."""
+    """List the saved workflows (id, name, inputs, steps, triggers), then each broken file with its problems.
+
+    A trigger whose latest run failed is marked, with how many of its runs failed in the last 24 hours
+    and the last error (`aai-gateway history show ID` prints that run)."""
     shelf = Shelf(settings_of(ctx).workflows_dir)
     shelf.load()
+    failing = _failing(ctx)
     if as_json:
         rows = {
-            "workflows": [_saved_json(s) for s in shelf.workflows.values()],
+            "workflows": [
+                _saved_json(s) | {"failing": [f.to_json() for f in failing.get(s.id, [])]}
+                for s in shelf.workflows.values()
+            ],
             "broken": {k: [p.as_dict() for p in v] for k, v in shelf.broken.items()},
         }
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
     for saved in shelf.workflows.values():
         click.echo(_saved_text(saved))
+        for found in failing.get(saved.id, []):
+            click.echo(terminal_safe(_failing_text(found)))
     for problems in shelf.broken.values():
         for problem in problems:
             click.echo(f"!! {terminal_safe(str(problem))}")
@@ -224,6 +246,29 @@ def _saved_text(saved: Saved) -> str:
     if saved.triggers:
         lines.append("    starts on: " + "; ".join(str(t) for t in saved.triggers))
     return "\n".join(terminal_safe(line) for line in lines)
+
+
+def _failing(ctx: click.Context) -> dict[str, list[Failing]]:
+    from aai_gateway.workflows.failing import failing
+
+    """The failing triggers by workflow; none when the history cannot be read (said on stderr)."""
+    try:
+        found = failing(history_store(ctx), datetime.now(UTC))
+    except HistoryUnavailable as exc:
+        click.echo(f"aai-gateway: which triggers fail is not known: {exc}", err=True)
+        return {}
+    by_workflow: dict[str, list[Failing]] = {}
+    for each in found:
+        by_workflow.setdefault(each.workflow, []).append(each)
+    return by_workflow
+
+
+def _failing_text(found: Failing) -> str:
+    last = found.last
+    return (
+        f"    !! failing: {found.trigger}: {found.failures} of {found.runs} runs in the last 24 hours failed; "
+        f"the last at {last.time:%Y-%m-%d %H:%M:%S} UTC ({last.call_id}): {found.error}"
+    )
 
 
 def _steps(saved: Saved) -> str:

@@ -2,7 +2,9 @@
 
 Names are unique; a poll's tool is a tool of the app (a warning when it is not marked read-only, since
 it runs again and again unasked); `when` parses as a JMESPath query and `payload`'s `${…}` queries too;
-a signal's interface and member are DBus names and its `fields` name each argument once.
+a signal's interface and member are DBus names and its `fields` name each argument once; an MCP
+notification belongs to an MCP server's app, and only a resource update has a `uri`, only a logging
+message a `level`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aai_gateway import expressions
+from aai_gateway.descriptor.server_events import MESSAGE, UPDATED
 from aai_gateway.problems import Problem, pointer
 
 Path = list[str | int]
@@ -21,9 +24,12 @@ MEMBER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 OBJECT = re.compile(r"/|(/[A-Za-z0-9_]+)+")
 
 
-def event_problems(events: Any, tools: Iterable[Any], source: str, *, tools_known: bool = True) -> list[Problem]:
+def event_problems(
+    events: Any, tools: Iterable[Any], source: str, *, tools_known: bool = True, mcp_server: bool = False
+) -> list[Problem]:
     """Problems of a document's `events` list; `tools` are the app's raw tools (every binding's), which a poll
-    may call; `tools_known` is False where an MCP server lists the tools (then any name may be one)."""
+    may call; `tools_known` is False where an MCP server lists the tools (then any name may be one);
+    `mcp_server` says whether the app is an MCP server (whose notifications an `mcp` event hears)."""
     if not isinstance(events, list):
         return []
     by_name = {t["name"]: t for t in tools if isinstance(t, Mapping) and isinstance(t.get("name"), str)}
@@ -47,6 +53,23 @@ def event_problems(events: Any, tools: Iterable[Any], source: str, *, tools_know
             found += _signal_problems(event["dbus"], [*at, "dbus"], source)
         if isinstance(event.get("poll"), Mapping) and tools_known:
             found += _poll_problems(event["poll"], by_name, [*at, "poll"], source)
+        if isinstance(event.get("mcp"), Mapping):
+            found += _notification_problems(event["mcp"], [*at, "mcp"], source, mcp_server=mcp_server)
+    return found
+
+
+def _notification_problems(
+    notification: Mapping[str, Any], at: Path, source: str, *, mcp_server: bool
+) -> list[Problem]:
+    if not mcp_server:
+        why = "an mcp event hears an MCP server's notifications, and this app is no MCP server (execution type mcp)"
+        return [Problem(source, pointer(at), why)]
+    method = notification.get("notification")
+    found = []
+    if "uri" in notification and method != UPDATED:
+        found.append(Problem(source, pointer([*at, "uri"]), f"only {UPDATED} concerns one resource, not {method}"))
+    if "level" in notification and method != MESSAGE:
+        found.append(Problem(source, pointer([*at, "level"]), f"only {MESSAGE} has a level, not {method}"))
     return found
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from aai_gateway.descriptor.examples import example_args
 from aai_gateway.descriptor.model import Annotations, Binding, Descriptor, Event, Tool
 from aai_gateway.descriptor.parameters import parameter_lines
+from aai_gateway.descriptor.server_events import MESSAGE, NOTIFICATIONS, UPDATED
 
 AUTH_TEXT = {
     "macos": "Uses OS-level consent (TCC). First execution shows native dialog.",
@@ -149,15 +150,33 @@ def _operation(app_ref: str, binding: Binding, tool: Tool, exec_name: str) -> li
 
 def _event(app_ref: str, event: Event, wait_name: str) -> list[str]:
     lines = [f"### {event.name}", "", one_line(event.description), ""]
+    filter = ""
     if event.kind == "poll":
         what = f"the result of `{event.source.get('tool')}`, polled every {event.source.get('every')} s"
+    elif event.kind == "mcp":
+        what, filter = notification_payload(event)
     else:
         fields = event.source.get("fields")
         named = ", ".join(str(f) for f in fields) if isinstance(fields, list) else ""
         what = f"the signal's arguments {{{named}}}" if named else 'the signal\'s arguments as {"args": [...]}'
     lines += [f"**Payload**: {what}" + (" (reshaped by the descriptor)" if event.payload is not None else "") + ".", ""]
-    example = f'{wait_name}({{app: "{app_ref}", event: "{event.name}", timeout: 60}})'
+    example = f'{wait_name}({{app: "{app_ref}", event: "{event.name}", {filter}timeout: 60}})'
     return [*lines, "**Example**:", "```", example, "```", ""]
+
+
+def notification_payload(event: Event) -> tuple[str, str]:
+    """What an MCP notification's payload holds, and the filter its example needs (a resource update whose
+    resource the event does not name needs one naming it)."""
+    method = str(event.source.get("notification"))
+    what = f"`{method}`: {NOTIFICATIONS.get(method, 'its params')}"
+    if method == MESSAGE and event.source.get("level"):
+        what += f"; only level {event.source['level']} and more severe"
+    if method != UPDATED:
+        return what, ""
+    if event.source.get("uri"):
+        return f"{what}; the gateway subscribes to {event.source['uri']} while somebody waits", ""
+    what += "; name the resource in the filter (uri == '...'), and the gateway subscribes to it while you wait"
+    return what, "filter: \"uri == 'file:///path/of/the/resource'\", "
 
 
 def one_line(text: str) -> str:

@@ -103,17 +103,22 @@ class Undo:
         return given | ({"before": self.before.to_json()} if self.before else {})
 
 
+EVENT_KINDS = ("dbus", "poll", "mcp")
+"""The keys an event names its source by."""
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
-    """Something the app announces that an agent can wait for: a DBus signal, or a poll of a read-only tool.
+    """Something the app announces that an agent can wait for: a DBus signal, a poll of a read-only tool, or
+    an MCP server's notification.
 
-    `source` is the descriptor's `dbus` or `poll` object as written, read only by the event source of that
-    `kind` (see `aai_gateway.events`), so a new kind of source needs no change here."""
+    `source` is the descriptor's `dbus`, `poll` or `mcp` object as written, read only by the event source of
+    that `kind` (see `aai_gateway.events`)."""
 
     name: str
     description: str
     kind: str
-    """`dbus` or `poll`: the source that notices it."""
+    """`dbus`, `poll` or `mcp`: the source that notices it."""
     source: Mapping[str, Any] = field(default_factory=dict)
     when: str | None = None
     """A JMESPath query over the payload: a signal counts only when true; a poll fires when it turns true."""
@@ -122,7 +127,7 @@ class Event:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Event:
-        kind = "dbus" if "dbus" in raw else "poll"
+        kind = next((k for k in EVENT_KINDS if k in raw), "poll")
         return cls(
             str(raw["name"]), str(raw.get("description", "")), kind, raw[kind], raw.get("when"), raw.get("payload")
         )

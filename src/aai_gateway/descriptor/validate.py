@@ -286,7 +286,7 @@ def _semantic_problems(doc: Mapping[str, Any], shape: Shape, source: str) -> lis
     lists = _tool_lists(doc, shape)
     every_tool = [tool for *_, tools, _ in lists for tool in tools]
     served = all(automation != "mcp" for _, automation, _, _ in lists)
-    problems.extend(event_problems(doc.get("events"), every_tool, source, tools_known=served))
+    problems.extend(event_problems(doc.get("events"), every_tool, source, tools_known=served, mcp_server=not served))
     name = doc["name"] if shape == "multi" else doc["app"]["name"]
     if isinstance(name, str) and not name.replace("|", "").strip():
         at = ["name"] if shape == "multi" else ["app", "name"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -13,6 +14,7 @@ import watchfiles
 from watchfiles import Change
 
 from aai_gateway.config import Settings
+from aai_gateway.discovery import inotify
 from aai_gateway.discovery.scan import DESCRIPTOR
 
 log = logging.getLogger(__name__)
@@ -87,7 +89,15 @@ def _folders(root: Path) -> list[Path]:
 
 
 async def _watch_all(roots: list[Path], on_change: OnChange, stop: anyio.Event) -> None:
-    """One watcher for every root; if it fails, one per root, and periodic rescans for those that fail too."""
+    """One watcher for every root; if it fails, one per root, and periodic rescans for those that fail too.
+    On Linux, inotify read on the event loop (see discovery/inotify.py), else watchfiles in a thread."""
+    try:
+        notify = inotify.Inotify()
+    except OSError:
+        pass
+    else:
+        await _notified(notify, roots, on_change, stop)
+        return
     try:
         await _files(roots, on_change, stop)
         return
@@ -147,6 +157,116 @@ async def _files(roots: list[Path], on_change: OnChange, stop: anyio.Event) -> N
     except anyio.get_cancelled_exc_class():
         stop.set()  # ends the abandoned thread within `step`
         raise
+
+
+class _Folders:
+    """The folders one inotify instance watches: each root and the folders directly in it (app folders),
+    where descriptors are; the history, the logs and other files written while serving are never asked for."""
+
+    def __init__(self, notify: inotify.Inotify, roots: list[Path]) -> None:
+        self.notify = notify
+        self.roots = set(roots)
+        self.by_wd: dict[int, Path] = {}
+        self.failed: dict[Path, OSError] = {}
+        """Why a folder could not be watched."""
+        self._full_logged = False
+
+    def add(self, folder: Path) -> bool:
+        if len(self.by_wd) >= MAX_FOLDERS:
+            if not self._full_logged:
+                self._full_logged = True
+                log.warning("watching %d folders already; others are seen by rescans only", MAX_FOLDERS)
+            return False
+        try:
+            self.by_wd[self.notify.add(folder)] = folder
+        except OSError as exc:
+            log.debug("cannot watch %s: %s", folder, exc)
+            self.failed[folder] = exc
+            return False
+        return True
+
+    def add_root(self, root: Path) -> bool:
+        if not self.add(root):
+            return False
+        for child in _folders(root):
+            self.add(child)
+        return True
+
+    def changes(self, relevant: Callable[[Change, str], bool]) -> set[Path]:
+        """The paths the events waiting now tell of a relevant change to; new app folders are watched too."""
+        found: set[Path] = set()
+        for event in self.notify.read():
+            if event.mask & inotify.IN_Q_OVERFLOW:  # events were lost: watch whatever is there now, rescan
+                for root in self.roots:
+                    self.add_root(root)
+                found.update(self.roots)
+                continue
+            if event.mask & inotify.IN_IGNORED:
+                self.by_wd.pop(event.wd, None)
+                continue
+            folder = self.by_wd.get(event.wd)
+            if folder is None:
+                continue
+            path = folder / event.name if event.name else folder
+            if event.mask & inotify.ADDED and event.mask & inotify.IN_ISDIR and folder in self.roots:
+                self.add(path)
+            change = Change.added if event.mask & inotify.ADDED else Change.deleted
+            if event.mask & inotify.IN_CLOSE_WRITE:
+                change = Change.modified
+            if relevant(change, str(path)):
+                found.add(path)
+        return found
+
+
+MAX_FOLDERS = 10_000
+"""Folders one gateway watches at most (the system's own limit is often 8,192 for all of a user's programs)."""
+DEBOUNCE = 0.2
+"""Seconds of quiet gathered into one rescan after a change."""
+
+
+async def _notified(notify: inotify.Inotify, roots: list[Path], on_change: OnChange, stop: anyio.Event) -> None:
+    """Watch with inotify until `stop` is set or the task is cancelled; roots it cannot watch fall back to
+    periodic rescans."""
+    folders = _Folders(notify, roots)
+    relevant = relevance(roots)
+    unwatched = [root for root in roots if not folders.add_root(root)]
+    changed = asyncio.Event()
+    pending: set[Path] = set()
+
+    def readable() -> None:
+        try:
+            found = folders.changes(relevant)
+        except OSError as exc:
+            log.warning("reading file-system events failed: %s", exc)
+            return
+        if found:
+            pending.update(found)
+            changed.set()
+
+    loop = asyncio.get_running_loop()
+    loop.add_reader(notify.fd, readable)
+    try:
+        async with anyio.create_task_group() as group:
+            for root in unwatched:
+                why = folders.failed.get(root, OSError(f"more than {MAX_FOLDERS} folders"))
+                group.start_soon(_fall_back, root, why, on_change, stop)
+
+            async def stopping() -> None:
+                await stop.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(stopping)
+            await on_change("the watcher starting")
+            while True:
+                await changed.wait()
+                await anyio.sleep(DEBOUNCE)
+                count = len(pending)
+                pending.clear()
+                changed.clear()
+                await on_change(f"{count} descriptor change(s)")
+    finally:
+        loop.remove_reader(notify.fd)
+        notify.close()
 
 
 async def _tick(seconds: float, on_change: OnChange) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 from aai_gateway.calls import Caller, Calls
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.model import Event
-from aai_gateway.events import polls, signals
+from aai_gateway.events import notifications, polls, signals
 from aai_gateway.events.occurrence import Occurrence, now, shaped
 from aai_gateway.events.source import Source
 from aai_gateway.events.subscription import Subscription
@@ -18,7 +19,11 @@ from aai_gateway.events.subscription import Subscription
 log = logging.getLogger(__name__)
 
 
-SOURCES: dict[str, type[Source]] = {"dbus": signals.SignalSource, "poll": polls.PollSource}
+SOURCES: dict[str, type[Source]] = {
+    "dbus": signals.SignalSource,
+    "poll": polls.PollSource,
+    "mcp": notifications.NotificationSource,
+}
 """One line per kind of source: the key an event names it by in the descriptor."""
 
 
@@ -28,6 +33,8 @@ class Fanout:
     def __init__(self, app: Descriptor, event: Event, gone: Callable[[Fanout], None]) -> None:
         self.app = app
         self.event = event
+        self.key = (app.app_id, event.name, json.dumps(event.source, sort_keys=True, default=str))
+        """Subscriptions share a source when they share this (an event bound to the waiter's filter differs)."""
         self.subscriptions: set[Subscription] = set()
         self.source: Source | None = None
         self.starting: asyncio.Future[None] | None = None
@@ -51,17 +58,18 @@ class Events:
 
     def __init__(self, calls: Calls) -> None:
         self.calls = calls
-        self._fanouts: dict[tuple[str, str], Fanout] = {}
+        self._fanouts: dict[tuple[str, str, str], Fanout] = {}
         self._stopping: set[asyncio.Task[None]] = set()
 
     async def subscribe(self, app: Descriptor, event: Event, filter: str | None, caller: Caller) -> Subscription:
         """A subscription to `app`'s `event`, its source started if it is not yet; ExpressionError for a
         filter that is no JMESPath query (or calls a function JMESPath does not have). The caller's name and
         consent run a poll's calls."""
-        key = (app.app_id, event.name)
-        fanout = self._fanouts.get(key)
-        if fanout is None:
-            fanout = self._fanouts[key] = Fanout(app, event, self._gone)
+        event = SOURCES[event.kind].bound(app, event, filter)
+        fanout = Fanout(app, event, self._gone)
+        fanout = self._fanouts.get(fanout.key) or fanout
+        if fanout.source is None:
+            self._fanouts[fanout.key] = fanout
             fanout.source = SOURCES[event.kind](self.calls, app, event, fanout, caller)
             fanout.starting = asyncio.ensure_future(fanout.source.start())
         subscription = Subscription(app.app_id, event.name, filter, lambda s: self._closed(fanout, s))
@@ -78,7 +86,7 @@ class Events:
 
     def listening(self) -> list[tuple[str, str, int]]:
         """The events whose sources run: app, event and how many subscriptions each has."""
-        return [(app, event, len(f.subscriptions)) for (app, event), f in self._fanouts.items()]
+        return [(app, event, len(f.subscriptions)) for (app, event, _), f in self._fanouts.items()]
 
     def _closed(self, fanout: Fanout, subscription: Subscription) -> None:
         fanout.subscriptions.discard(subscription)
@@ -86,9 +94,8 @@ class Events:
             self._gone(fanout)
 
     def _gone(self, fanout: Fanout) -> None:
-        key = (fanout.app.app_id, fanout.event.name)
-        if self._fanouts.get(key) is fanout:
-            del self._fanouts[key]
+        if self._fanouts.get(fanout.key) is fanout:
+            del self._fanouts[fanout.key]
         source, fanout.source = fanout.source, None
         if source is not None:
             task = asyncio.ensure_future(_stopped(source, fanout.starting))

@@ -24,6 +24,12 @@ class Source:
         self.fanout = fanout
         self.when = expressions.compiled(event.when, f"{app.app_id} event {event.name} when") if event.when else None
 
+    @classmethod
+    def bound(cls, app: Descriptor, event: Event, filter: str | None) -> Event:
+        """`event` as a waiter with `filter` listens for it (the same unless the source needs the filter's word,
+        such as the resource an MCP resource update names); InvalidParams when it cannot be listened for so."""
+        return event
+
     async def start(self) -> None:
         raise NotImplementedError
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from aai_gateway import expressions
 from aai_gateway.calls import Caller, Calls
+from aai_gateway.consent.launches import asked_by
 from aai_gateway.descriptor.model import Annotations, Descriptor, Event, Tool
 from aai_gateway.errors import InvalidParams, ToolNotFound
 from aai_gateway.events.hub import Events
@@ -46,6 +47,14 @@ def checked(arguments: Mapping[str, Any], name: str) -> tuple[str, str, str | No
     return app, event, filter or None, float(timeout)
 
 
+async def app_event(calls: Calls, app: Descriptor, name: str, caller: Caller) -> tuple[Descriptor, Event]:
+    """`app` and its event `name`; an MCP server's app that does not declare it is looked at as served, with
+    the events its server's capabilities offer (the server started if need be, with the caller's yes)."""
+    if app.event(name) is None and app.mcp is not None:
+        app = await asked_by(caller.name, caller.ask, calls.servers.live(app))
+    return app, event_of(app, name)
+
+
 def event_of(app: Descriptor, name: str) -> Event:
     found = app.event(name)
     if found is None:
@@ -66,8 +75,7 @@ def wait_tool(event: Event) -> Tool:
 
 async def wait(events: Events, calls: Calls, arguments: Mapping[str, Any], caller: Caller, name: str) -> dict[str, Any]:
     app_id, event_name, filter, timeout = checked(arguments, name)
-    app = await calls.apps.resolve(app_id)
-    event = event_of(app, event_name)
+    app, event = await app_event(calls, await calls.apps.resolve(app_id), event_name, caller)
     tool = wait_tool(event)
 
     async def work(call_id: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from aai_gateway.descriptor import Binding, Descriptor, Tool
+from aai_gateway.descriptor.model import Event
 from aai_gateway.relay import Relay
 
 
@@ -56,6 +57,10 @@ class ListsTools(Protocol):
     """The user's yes to the program an app runs, asked for before it starts (see `consent.launches`)."""
 
     async def live_tools(self, app: Descriptor, binding: Binding, timeout: float) -> tuple[Tool, ...]: ...
+
+    def live_events(self, app: Descriptor) -> tuple[Event, ...]:
+        """The app's events with those the app itself offers (an MCP server's capabilities), once it was listed."""
+        ...
 
     def statuses(self) -> Sequence[Any]: ...
 

@@ -21,11 +21,12 @@ from typing import Any
 from dbus_fast import BusType, Message, MessageType, Variant
 from dbus_fast.aio import MessageBus
 from dbus_fast.introspection import Node
+from dbus_fast.signature import SignatureType
 from dbus_fast.validators import is_object_path_valid
 
 from aai_gateway import paths, session_bus, templates
 from aai_gateway.config import Settings
-from aai_gateway.descriptor import instances
+from aai_gateway.descriptor import Binding, Tool, instances
 from aai_gateway.errors import (
     AaiError,
     AppNotRunning,
@@ -124,9 +125,16 @@ class DbusExecutor:
         self._buses: dict[str, MessageBus] = {}
         self._connecting: dict[str, asyncio.Future[MessageBus]] = {}
         self._nodes: dict[tuple[str, str, str], Node | None] = {}
+        self._signatures: dict[tuple[str, str, str, str, str], str] = {}
+        """Each method's introspected input signature, read from `_nodes` once."""
+        self._targets: dict[tuple[int, int, str], tuple[Tool, Binding, Target | None]] = {}
+        self._shapes: dict[tuple[int, str], tuple[Tool, _Shape]] = {}
+        """What a tool's arguments become for a signature (types, templates, schemas), worked out once: the
+        same few tools are called again and again. Entries keep the tool they were made for, so an `id`
+        reused by another object is never taken for theirs."""
 
     async def execute(self, call: ToolCall) -> Any:
-        target = target_of(call)
+        target = self._target(call)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + call.timeout
         try:
@@ -228,6 +236,17 @@ class DbusExecutor:
         self._buses.pop(kind, None)
         self._nodes.clear()
 
+    def _target(self, call: ToolCall) -> Target:
+        """`target_of(call)`, kept for tools whose object path takes no arguments (None is kept for the others)."""
+        key = (id(call.tool), id(call.binding), call.app.app_id)
+        found = self._targets.get(key)
+        if found is not None and found[0] is call.tool and found[1] is call.binding:
+            return found[2] or target_of(call)
+        target = target_of(call)
+        templated = templates.names(call.tool.options.get("object") or "")
+        _room(self._targets)[key] = (call.tool, call.binding, None if templated else target)
+        return target
+
     async def _send(self, bus: MessageBus, message: Message, target: Target) -> list[Any]:
         """Send and return the reply's body; an activatable service that is not running is started once."""
         reply = await bus.call(message)
@@ -283,12 +302,18 @@ class DbusExecutor:
         pinned = call.tool.options.get("signature")
         if isinstance(pinned, str):
             return pinned
+        place = (target.bus, target.service, target.path)
+        known = self._signatures.get((*place, target.interface, target.member))
+        if known is not None and place in self._nodes:
+            return known
         node = await self._node(bus, target)
         if node is None:
             return "".join(guess_signature(s) for s in _argument_schemas(call))
         methods = {m.name: m.in_signature for i in node.interfaces if i.name == target.interface for m in i.methods}
-        if target.member not in methods:
-            self._nodes.pop((target.bus, target.service, target.path), None)
+        if target.member in methods:
+            _room(self._signatures)[(*place, target.interface, target.member)] = methods[target.member]
+        else:
+            self._nodes.pop(place, None)
             offered = ", ".join(sorted(methods)) or "none"
             raise AutomationFailed(
                 f"{target.service} has no method {target.member} on interface {target.interface} at "
@@ -323,21 +348,40 @@ class DbusExecutor:
         return Variant(signature, to_dbus(value, sig, target.property or "value"))
 
     def _body(self, call: ToolCall, signature: str) -> list[Any]:
-        types = signature_types(signature)
-        templates_ = call.tool.options.get("args")
-        if templates_ is None:
-            templates_ = ["${" + name + "}" for name in call.tool.parameters.get("properties", {})]
-        if len(templates_) != len(types):
-            raise AutomationFailed(
-                f"{call.tool.name} gives {len(templates_)} arguments but the DBus method takes {len(types)} "
-                f"(signature '{signature}'); fix the descriptor"
-            )
-        schemas = _argument_schemas(call)
+        found = self._shapes.get((id(call.tool), signature))
+        if found is not None and found[0] is call.tool:
+            shape = found[1]
+        else:
+            shape = _shape(call, signature)
+            _room(self._shapes)[(id(call.tool), signature)] = (call.tool, shape)
         values = _values(call)
-        return [
-            to_dbus(_render(t, values), sig, _where(t, i), schemas[i])
-            for i, (t, sig) in enumerate(zip(templates_, types, strict=True))
-        ]
+        return [to_dbus(_render(template, values), sig, where, schema) for template, sig, where, schema in shape]
+
+
+_Shape = list[tuple[Any, SignatureType, str, Mapping[str, Any]]]
+"""Each DBus argument of a tool's call: its template, type, name in errors and JSON Schema."""
+CACHED = 4096
+"""Entries a cache of the executor holds before it starts over."""
+
+
+def _shape(call: ToolCall, signature: str) -> _Shape:
+    types = signature_types(signature)
+    templates_ = call.tool.options.get("args")
+    if templates_ is None:
+        templates_ = ["${" + name + "}" for name in call.tool.parameters.get("properties", {})]
+    if len(templates_) != len(types):
+        raise AutomationFailed(
+            f"{call.tool.name} gives {len(templates_)} arguments but the DBus method takes {len(types)} "
+            f"(signature '{signature}'); fix the descriptor"
+        )
+    schemas = _argument_schemas(call)
+    return [(t, sig, _where(t, i), schemas[i]) for i, (t, sig) in enumerate(zip(templates_, types, strict=True))]
+
+
+def _room(table: dict[Any, Any]) -> dict[Any, Any]:
+    if len(table) >= CACHED:
+        table.clear()
+    return table
 
 
 def _argument_schemas(call: ToolCall) -> list[Mapping[str, Any]]:

@@ -15,11 +15,13 @@ from collections.abc import Callable, Set
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Binding, Descriptor, Tool
 from aai_gateway.descriptor.argument_check import result_problem
+from aai_gateway.descriptor.model import Event
+from aai_gateway.descriptor.server_events import with_server_events
 from aai_gateway.errors import AaiError, AutomationFailed
 from aai_gateway.executors.base import Approve, Forwarded, ToolCall
 from aai_gateway.executors.mcp_launch import launch_of
 from aai_gateway.executors.mcp_tools import SERVER_NAME, gateway_tools
-from aai_gateway.mcp_client import Server, ServerStatus
+from aai_gateway.mcp_client import Listener, Server, ServerStatus
 
 log = logging.getLogger("aai_gateway.executors.mcp")
 
@@ -73,6 +75,16 @@ class McpExecutor:
         tools, problems = await asyncio.to_thread(gateway_tools, app.app_id, listed, overrides)
         server.tool_problems = problems
         return tools
+
+    def live_events(self, app: Descriptor) -> tuple[Event, ...]:
+        known = self._servers.get(app.app_id)
+        return with_server_events(app.events, known[1].capabilities if known is not None else {})
+
+    async def listen(self, app: Descriptor, binding: Binding, listener: Listener, timeout: float) -> Server:
+        """The app's server, started if need be, with `listener` hearing its notifications."""
+        server = await self._server(app, binding)
+        await server.listen(listener, timeout)
+        return server
 
     async def execute(self, call: ToolCall) -> Forwarded:
         server = await self._server(call.app, call.binding)

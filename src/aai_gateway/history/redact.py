@@ -70,9 +70,9 @@ class Redactor:
     ) -> Any:
         """A copy of `value` with secret fields masked and strings longer than `max_string` shortened;
         the strings masked are added to `hidden`, if given."""
-        root = schema if isinstance(schema, Mapping) else {}
+        root = schema if isinstance(schema, Mapping) else _NO_SCHEMA
         limit = self.max_string if max_string is None else max_string
-        return self._walk(value, _expand((root,), root), root, limit, [] if hidden is None else hidden)
+        return self._walk(value, _PLANS.top(root), root, limit, [] if hidden is None else hidden)
 
     def also(self, secrets: Iterable[str]) -> Redactor:
         """This redactor with more secrets to cut out of text (a call's masked argument values)."""
@@ -89,8 +89,7 @@ class Redactor:
         if isinstance(value, Mapping):
             out: dict[str, Any] = {}
             for key, item in value.items():
-                below = _expand(_property(schemas, str(key)), root)
-                secret = secret_key(key) or any(sensitive(s) for s in below)
+                below, secret = _PLANS.below(schemas, root, key)
                 out[printable(str(key))] = (
                     _mask(item, hidden) if secret else self._walk(item, below, root, limit, hidden)
                 )
@@ -98,13 +97,64 @@ class Redactor:
         if isinstance(value, list | tuple):
             items = []
             for index, item in enumerate(value):
-                below = _expand(_item(schemas, index), root)
-                secret = any(sensitive(s) for s in below)
+                below, secret = _PLANS.below(schemas, root, index, item=True)
                 items.append(_mask(item, hidden) if secret else self._walk(item, below, root, limit, hidden))
             return items
         if isinstance(value, str):
             return shorten(self.text(value), limit)
         return value
+
+
+_NO_SCHEMA: Mapping[str, Any] = {}
+PLAN_ENTRIES = 4096
+"""Schemas below a key (or index) remembered before the plans start over."""
+
+
+class _Plans:
+    """The schemas below each key of each schema seen, and whether they mark it secret: worked out once,
+    as the same few tools are called again and again. Entries keep the schemas they were made for, so
+    an `id` reused by another object is never taken for theirs."""
+
+    def __init__(self) -> None:
+        self._tops: dict[int, tuple[Mapping[str, Any], Schemas]] = {}
+        self._below: dict[tuple[int, bool, type, object], tuple[Schemas, Schemas, bool]] = {}
+
+    def top(self, root: Mapping[str, Any]) -> Schemas:
+        found = self._tops.get(id(root))
+        if found is not None and found[0] is root:
+            return found[1]
+        schemas = _expand((root,), root)
+        self._room(self._tops)[id(root)] = (root, schemas)
+        return schemas
+
+    def below(
+        self, schemas: Schemas, root: Mapping[str, Any], key: object, *, item: bool = False
+    ) -> tuple[Schemas, bool]:
+        """The schemas below `key` of an object (or index `key` of an array, with `item`), and whether secret."""
+        entry = (id(schemas), item, type(key), key)  # the type too: 1 and True are the same dict key
+        found = self._below.get(entry)
+        if found is not None and found[0] is schemas:
+            return found[1], found[2]
+        if item:
+            assert isinstance(key, int)
+            below = _expand(_item(schemas, key), root)
+            secret = any(sensitive(s) for s in below)
+        else:
+            below = _expand(_property(schemas, str(key)), root)
+            secret = secret_key(key) or any(sensitive(s) for s in below)
+        if not schemas:  # nothing below an unknown key: no entry needed per key
+            return below, secret
+        self._room(self._below)[entry] = (schemas, below, secret)
+        return below, secret
+
+    @staticmethod
+    def _room(table: dict[Any, Any]) -> dict[Any, Any]:
+        if len(table) >= PLAN_ENTRIES:
+            table.clear()
+        return table
+
+
+_PLANS = _Plans()
 
 
 def _mask(value: Any, hidden: list[str]) -> str:

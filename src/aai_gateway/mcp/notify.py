@@ -59,14 +59,16 @@ class Notifier:
                     break
 
     async def lists_changed(self) -> None:
-        await self.bus.publish(ToolsListChanged())
-        await self.bus.publish(ResourcesListChanged())
+        """Tell every client its lists changed: each connection first, before anything else yields, so that no
+        answer already showing the new lists reaches a client ahead of the notice that they changed."""
         for connection in list(self._connections):
             if connection.protocol_version in MODERN_PROTOCOL_VERSIONS or not connection.has_standalone_channel:
-                continue  # the modern era hears through subscriptions/listen (the bus above)
+                continue  # the modern era hears through subscriptions/listen (the bus below)
             try:
                 await connection.send_tool_list_changed()
                 await connection.send_resource_list_changed()
             except Exception as exc:  # a client that went away must not stop the others hearing
                 log.debug("dropping a connection that cannot be notified: %s", exc)
                 self._connections.discard(connection)
+        await self.bus.publish(ToolsListChanged())
+        await self.bus.publish(ResourcesListChanged())

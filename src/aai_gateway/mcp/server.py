@@ -98,6 +98,9 @@ class GatewayServer:
         """Over stdio, the one client's connection, once a request of it has been served."""
         self.sessions: weakref.WeakValueDictionary[str, Connection] = weakref.WeakValueDictionary()
         """Over HTTP, the connection of each session id, once a request of it has been served."""
+        self._unheard = False
+        """Over stdio, whether the apps changed after the client's first listing (answered before the SDK took
+        over, see mcp/wire/early.py) but before its connection was seen here, so that nobody told it."""
         self.server: Server[Any] = _Server(
             SERVER_NAME,
             version=__version__,
@@ -118,10 +121,13 @@ class GatewayServer:
         self.server.middleware.append(boundary(SERVER_NAME))
         gateway.listeners.append(self.apps_changed)
 
-    def _seen(self, ctx: ServerRequestContext[Any]) -> None:
+    async def _seen(self, ctx: ServerRequestContext[Any]) -> None:
         connection = self.notifier.remember(ctx.session)
         if self.transport == "stdio" and self.connection is None:
             self.connection = connection
+            if connection is not None and self._unheard:  # told before this request's answer goes out
+                self._unheard = False
+                await self.notifier.lists_changed()
         elif connection is not None and connection.session_id is not None:
             self.sessions[connection.session_id] = connection
 
@@ -140,20 +146,22 @@ class GatewayServer:
     async def apps_changed(self, app_ids: set[str]) -> None:
         """The gateway rescanned and these apps were added, changed or removed: tell every client."""
         self._names = None
+        if self.transport == "stdio" and self.connection is None:
+            self._unheard = True
         await self.notifier.lists_changed()
         await self.notifier.resources_updated({APP_PREFIX + app_id for app_id in app_ids})
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        self._seen(ctx)
+        await self._seen(ctx)
         tools = [types.Tool.model_validate(tool) for tool in tool_list(self.gateway, self.names)]
         return types.ListToolsResult(tools=tools)
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
-        self._seen(ctx)
+        await self._seen(ctx)
         style = self.gateway.settings.error_style
         target = self.names.resolve(params.name)
         if target is None:
@@ -240,7 +248,7 @@ class GatewayServer:
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        self._seen(ctx)
+        await self._seen(ctx)
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
@@ -296,7 +304,7 @@ class GatewayServer:
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        self._seen(ctx)
+        await self._seen(ctx)
         uri = str(params.uri)
         style = self.gateway.settings.error_style
         if not uri.startswith(APP_PREFIX):

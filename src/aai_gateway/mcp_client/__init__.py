@@ -6,6 +6,6 @@ executors: `executors/mcp.py` resolves a descriptor's secrets and auth, then han
 plain `Launch` and asks it for tools and calls.
 """
 
-from aai_gateway.mcp_client.server import Launch, Server, ServerStatus
+from aai_gateway.mcp_client.server import Launch, Listener, Server, ServerStatus
 
-__all__ = ["Launch", "Server", "ServerStatus"]
+__all__ = ["Launch", "Listener", "Server", "ServerStatus"]

@@ -5,7 +5,8 @@ gateway closes, or when its descriptor changes. A server that ends on its own is
 next use, after a delay that doubles with each crash in a row (the failure is logged and kept in
 `status`). An HTTP session the server forgot (404 on its session id) is opened again once per call.
 Every `tools/list` page passes `listing.sift` before the session reads it, and a listing is bounded
-(`listing.Limits`).
+(`listing.Limits`). The server's other notifications go, as plain JSON, to the `Listener`s listening (the
+gateway's events), at once and with nothing queued; a server with listeners is not stopped for idleness.
 
 The secrets the server was given are cut out of everything it says (its messages and its stderr) before
 anything reads it, and out of every failure said of it.
@@ -85,6 +86,15 @@ class ServerStatus:
     """What is wrong with what the server lists: tools left out or not fully checked, a listing cut short."""
 
 
+@dataclass(frozen=True, eq=False)
+class Listener:
+    """Who hears a server's notifications: `heard(method, params)` for each, on the event loop (it must not
+    block), and `ended(why)` once when the session ends (`why` says how: "exited with code 1", ...)."""
+
+    heard: Callable[[str, Mapping[str, Any]], None]
+    ended: Callable[[str], None]
+
+
 class Server:
     def __init__(self, launch: Launch, on_tools_changed: Callable[[str], None] | None = None) -> None:
         self.launch = launch
@@ -110,6 +120,9 @@ class Server:
         self._version: str | None = None
         """The protocol version the session agreed on."""
         self._listing_problems: tuple[str, ...] = ()
+        self._listeners: list[Listener] = []
+        self.capabilities: dict[str, Any] = {}
+        """What the server declared it can do (`initialize`'s `capabilities`, as JSON); empty until it started."""
         self.tool_problems: tuple[str, ...] = ()
         """What the gateway found wrong with the listed tools (set by whoever serves them)."""
 
@@ -277,7 +290,9 @@ class Server:
         crashed = False
         try:
             async with self._streams() as streams, self._sifting(streams) as sifting, self._client(sifting) as session:
-                self._version = (await session.initialize()).protocol_version
+                initialized = await session.initialize()
+                self._version = initialized.protocol_version
+                self.capabilities = initialized.capabilities.model_dump(mode="json", by_alias=True, exclude_none=True)
                 self._session = session
                 self._state = "running"
                 if self._crashes:
@@ -305,6 +320,7 @@ class Server:
                 self._state = "stopped"
             if not ready.done():
                 ready.set_exception(AppNotRunning(f"{self.label} stopped before it was ready"))
+            self._tell_ended((self._last_failure or "ended") if crashed else "was stopped")
 
     async def _serve(self) -> bool:
         """Until asked to stop, idle for too long, or the process ends; True when it ended on its own."""
@@ -317,7 +333,7 @@ class Server:
                 self._last_failure = f"{_ending(child)}{said}"
                 log.warning("%s: the server %s", self.label, self._last_failure)
                 return True
-            if idle and not self._busy and time.monotonic() - self._used >= idle:
+            if idle and not self._busy and not self._listeners and time.monotonic() - self._used >= idle:
                 log.info("%s: stopped after %g s without calls", self.label, idle)
                 return False
             if self._stop.is_set():
@@ -391,6 +407,49 @@ class Server:
             self._tools = None
             if self._on_tools_changed is not None:
                 self._on_tools_changed(self.label)
+        if self._listeners and not isinstance(message, Exception | types.ProgressNotification):
+            # handed over at once: the SDK runs this in a task of its own per notification, so nothing waits here
+            params = message.params.model_dump(mode="json", by_alias=True, exclude_none=True) if message.params else {}
+            for listener in list(self._listeners):
+                try:
+                    listener.heard(message.method, params)
+                except Exception:
+                    log.exception("%s: a listener failed on %s", self.label, message.method)
+
+    async def listen(self, listener: Listener, timeout: float) -> None:
+        """Start the server if need be (within `timeout` seconds) and hand `listener` its notifications until
+        `unlisten` or the session's end."""
+        await self._connect(timeout)
+        if self._session is None or self._ended():
+            raise AppNotRunning(f"{self.label} ended as it started; it is started again on the next use")
+        self._listeners.append(listener)
+
+    def unlisten(self, listener: Listener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+            self._used = time.monotonic()  # idleness counts from when the last listener left
+
+    def _tell_ended(self, why: str) -> None:
+        listeners, self._listeners = self._listeners, []
+        for listener in listeners:
+            try:
+                listener.ended(self._redacted(why))
+            except Exception:
+                log.exception("%s: a listener failed on the end of the session", self.label)
+
+    async def subscribe(self, uri: str, timeout: float) -> None:
+        """`resources/subscribe` to `uri`: the server then says when that resource changes."""
+        request = types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri))
+        async with self._using(timeout) as session:  # the SDK's subscribe_resource warns: modern servers use listen
+            await session.send_request(request, types.EmptyResult)
+
+    async def unsubscribe(self, uri: str, timeout: float) -> None:
+        """`resources/unsubscribe` from `uri`, on the session under way only (a server that ended forgot it)."""
+        if self._session is None or self._ended():
+            return
+        request = types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri))
+        async with self._using(timeout) as session:
+            await session.send_request(request, types.EmptyResult)
 
     async def _elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams

@@ -30,6 +30,8 @@ from aai_gateway.web.insights import RANGE_TITLES, choose, insights_context
 from aai_gateway.web.library import LibraryPages
 from aai_gateway.web.security import COOKIE, CSRF_FIELD, Access
 from aai_gateway.web.workflows import WorkflowPages
+from aai_gateway.workflows.failing import Failing
+from aai_gateway.workflows.failing import failing as failing_triggers
 
 if TYPE_CHECKING:
     from aai_gateway.library.entries import Catalog
@@ -107,9 +109,11 @@ class Pages:
     async def overview(self, request: Request) -> Response:
         scan = self.gateway.registry.scan
         unreadable = None
+        failing: list[Failing] = []
         try:
             recent = await run_in_threadpool(lambda: self.gateway.history.entries(limit=RECENT))
             calls = await run_in_threadpool(self.gateway.history.count)
+            failing = await run_in_threadpool(failing_triggers, self.gateway.history, now())
         except HistoryUnavailable as exc:
             recent, calls, unreadable = [], 0, str(exc)
         return self.render(
@@ -122,6 +126,7 @@ class Pages:
             problems=scan.problems,
             recent=recent,
             calls=calls,
+            failing=failing,
             platform=self.gateway.platform,
         )
 

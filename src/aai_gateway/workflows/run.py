@@ -3,13 +3,14 @@ answered as text for the model and as structured content."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from aai_gateway.calls import Caller, Calls, Unsuccessful
-from aai_gateway.errors import AutomationFailed
+from aai_gateway.errors import AaiError, AutomationFailed
 from aai_gateway.text import printable
 from aai_gateway.workflows.checks import targets
 from aai_gateway.workflows.consent import agree
@@ -20,6 +21,8 @@ from aai_gateway.workflows.schema import OUTPUT_SCHEMA as OUTPUT_SCHEMA  # noqa:
 
 MOST_EVENT = 4_096
 """Bytes of JSON of what started a triggered run that its history record keeps."""
+MOST_TRIGGER = 500
+"""Characters of the trigger's description a run's record keeps."""
 MOST_TEXT = 20_000
 """Characters of results the text for the model carries; the structured content has them all."""
 
@@ -37,9 +40,17 @@ async def run_checked(
     plan: Plan, calls: Calls, caller: Caller, *, name: str, title: str, problems: Problems | None = None
 ) -> Report:
     problems = problems or Problems()
-    found = await targets(plan, calls, caller, problems)
-    problems.raise_any(title)
-    ask = await agree(title, found.all(), calls, caller)
+    recorded = {"steps": len(plan.steps), "inputs": dict(plan.inputs)}
+    if plan.event is not None:
+        recorded["event"] = kept_event(plan.event)
+    try:
+        found = await targets(plan, calls, caller, problems)
+        problems.raise_any(title)
+        ask = await agree(title, found.all(), calls, caller)
+    except AaiError as exc:
+        if plan.event is not None:  # a triggered run has nobody to tell: its record says why it did not run
+            await refused(calls, name, recorded, caller, exc)
+        raise
     if caller.begun is not None:
         caller.begun()
 
@@ -50,10 +61,6 @@ async def run_checked(
             raise Unsuccessful(AutomationFailed(text(report)[:2000]), report)
         return report
 
-    recorded = {"steps": len(plan.steps), "inputs": dict(plan.inputs)}
-    if plan.event is not None:
-        shown = json.dumps(plan.event, ensure_ascii=False, default=str)
-        recorded["event"] = plan.event if len(shown) <= MOST_EVENT else {"note": f"{len(shown):,} bytes, not kept"}
     report: Report = await calls.run(WORKFLOWS_APP, name, recorded, caller, work)
     return report
 
@@ -64,7 +71,12 @@ async def run_saved(
     """A saved workflow run with `args` as its inputs (checked against its inputs schema, defaults filled in);
     `event` is what started a triggered run, read as `${event…}`."""
     tool = saved.tool()
-    await calls.check_args(tool, args)
+    try:
+        await calls.check_args(tool, args)
+    except AaiError as exc:
+        if event is not None:
+            await refused(calls, saved.id, {"inputs": dict(args), "event": kept_event(event)}, caller, exc)
+        raise
     defaults = {
         name: spec["default"]
         for name, spec in (saved.inputs.get("properties") or {}).items()
@@ -72,6 +84,34 @@ async def run_saved(
     }
     plan = replace(saved.plan, inputs={**defaults, **args}, event=event)
     return await run_checked(plan, calls, caller, name=saved.id, title=f"workflow {saved.id}")
+
+
+def kept_event(event: Any) -> Any:
+    """What a triggered run's record keeps of what started it: the trigger, when, how many fires were held
+    back, and the payload, which is replaced by a note when it is larger than `MOST_EVENT`."""
+    if not isinstance(event, Mapping):
+        return _kept(event)
+    kept = dict(event)
+    if isinstance(kept.get("trigger"), str) and len(kept["trigger"]) > MOST_TRIGGER:
+        kept["trigger"] = kept["trigger"][:MOST_TRIGGER] + "…"
+    if "payload" in kept:
+        kept["payload"] = _kept(kept["payload"])
+    return _kept(kept)
+
+
+def _kept(value: Any) -> Any:
+    size = len(json.dumps(value, ensure_ascii=False, default=str))
+    return value if size <= MOST_EVENT else {"note": f"{size:,} bytes, not kept"}
+
+
+async def refused(calls: Calls, name: str, recorded: Mapping[str, Any], caller: Caller, error: AaiError) -> None:
+    """Record a run that did not start, failed with `error` (which the caller raises on)."""
+
+    async def failing(_: str) -> Any:
+        raise error
+
+    with contextlib.suppress(AaiError):
+        await calls.run(WORKFLOWS_APP, name, recorded, caller, failing)
 
 
 def text(report: Report) -> str:

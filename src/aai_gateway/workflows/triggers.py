@@ -68,6 +68,8 @@ class _State:
     recent: deque[float] = field(default_factory=deque)
     running: asyncio.Task[None] | None = None
     dropped: int = 0
+    holding: bool = False
+    """Whether the last fire was held back (it was logged; those after it are only counted)."""
     held: Any = None
     debounce: asyncio.TimerHandle | None = None
 
@@ -141,21 +143,21 @@ class Triggers:
 
     async def _watch(self, key: tuple[str, str, int], saved: Saved, trigger: Trigger) -> None:
         try:
-            async for payload in self._source(trigger):
+            async for payload in self._source(key, trigger):
                 self._fire(key, saved, trigger, payload)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.warning("trigger %s of workflow %s stopped: %s", trigger, saved.id, exc)
 
-    def _source(self, trigger: Trigger) -> AsyncIterator[Any]:
+    def _source(self, key: tuple[str, str, int], trigger: Trigger) -> AsyncIterator[Any]:
         if trigger.schedule is not None:
             return self._timer(trigger)
         if trigger.kind == "file":
             return self._files(Path(str(trigger.spec["file"])).expanduser())
         if trigger.kind == "start":
             return self._started()
-        return self._app_events(trigger)
+        return self._app_events(key, trigger)
 
     async def _started(self) -> AsyncIterator[Any]:
         """Once, when the triggers start: a workflow approved later runs at the next start."""
@@ -177,15 +179,21 @@ class Triggers:
             listed = sorted(changes, key=lambda c: c[1])[:MOST_CHANGES]
             yield {"changes": [{"change": change.name, "path": where} for change, where in listed]}
 
-    async def _app_events(self, trigger: Trigger) -> AsyncIterator[Any]:
-        from aai_gateway.events.wait import event_of  # noqa: PLC0415 (events load with the first subscription)
+    async def _app_events(self, key: tuple[str, str, int], trigger: Trigger) -> AsyncIterator[Any]:
+        from aai_gateway.events.wait import app_event  # noqa: PLC0415 (events load with the first subscription)
 
-        app = self._app(str(trigger.spec["app"]))
-        event = event_of(app, str(trigger.spec["event"]))
         caller = Caller(name=CALLER, transport=CALLER)
+        app, event = await app_event(
+            self.calls, self._app(str(trigger.spec["app"])), str(trigger.spec["event"]), caller
+        )
         subscription = await self._events().subscribe(app, event, trigger.spec.get("filter"), caller)
         async with subscription:
+            counted = 0
             async for occurrence in subscription:
+                state = self._states.get(key)
+                if state is not None and subscription.dropped > counted:  # a storm outran the queue: held back too
+                    state.dropped += subscription.dropped - counted
+                counted = subscription.dropped
                 yield occurrence.payload
 
     def _fire(self, key: tuple[str, str, int], saved: Saved, trigger: Trigger, payload: Any) -> None:
@@ -213,10 +221,18 @@ class Triggers:
             state.recent.popleft()
         busy = state.running is not None and not state.running.done() and not trigger.overlap
         if len(state.recent) >= trigger.per_minute or busy:
+            if not state.holding:  # once per stretch: a storm of fires is no storm of log lines
+                why = "it still runs" if busy else f"it ran {trigger.per_minute} times in the last minute"
+                log.info(
+                    "workflow %s: %s fired and was held back, as %s; its next run's record counts what is held back",
+                    saved.id,
+                    trigger,
+                    why,
+                )
+            state.holding = True
             state.dropped += 1
-            why = "it still runs" if busy else f"it ran {trigger.per_minute} times in the last minute"
-            log.info("workflow %s: %s fired and was held back, as %s", saved.id, trigger, why)
             return
+        state.holding = False
         state.recent.append(now)
         dropped, state.dropped = state.dropped, 0
         event = {"trigger": str(trigger), "payload": payload, "at": self.now().isoformat(), "heldBack": dropped}
