@@ -5,7 +5,7 @@ the plan runs of the tasks tests call."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -121,3 +121,23 @@ def plan(*steps: dict[str, Any]) -> dict[str, Any]:
     undo = {"app": "mcp.quick", "tool": "undo_a", "args": {}}
     first = {"id": "first", "app": "mcp.quick", "tool": "a", "args": {}, "undo": undo}
     return {"steps": [first, *steps], "onError": "rollback"}
+
+
+STALL = {"id": "stalled", "app": "mcp.slow", "tool": "stall", "args": {}}
+"""A step of `two_servers` that never ends."""
+
+
+async def until(*paths: Path) -> None:
+    """Until every one of `paths` exists (within half a minute)."""
+    with anyio.fail_after(30):
+        while not all(path.exists() for path in paths):
+            await anyio.sleep(0.05)
+
+
+async def cancelled_midway(call_tool: Callable[..., Coroutine[Any, Any, Any]], files: dict[str, Path]) -> None:
+    """A plan that stalls run with `call_tool`, cancelled once its first step is done; its undo then runs."""
+    async with anyio.create_task_group() as group:
+        group.start_soon(call_tool, "aai_run", plan(STALL))
+        await until(files["a"], files["stall"])
+        group.cancel_scope.cancel()
+    await until(files["undo_a"])

@@ -23,14 +23,17 @@ from mcp.client.session import ElicitationFnT
 from tests.e2e.mcp_client import Consenter, stdio_session, text_of, web_gateway
 from tests.e2e.tasks_client import (
     MODERN,
+    STALL,
     TASKS,
     Tasks,
     cancel,
+    cancelled_midway,
     ended,
     plan,
     started,
     task_call,
     two_servers,
+    until,
 )
 from tests.e2e.test_events import APP, emitter, home_with_storm, tick  # noqa: F401 (the emitter fixture)
 from tests.search.test_input_required import subprocess_history
@@ -160,11 +163,8 @@ async def test_a_run_as_a_task_and_a_cancelled_one_rolled_back(tmp_path: Path) -
         assert not files["undo_a"].exists()
 
         files["a"].unlink()
-        stalled = {"id": "stalled", "app": "mcp.slow", "tool": "stall", "args": {}}
-        task = await started(client.session, "aai_run", plan(stalled))
-        with anyio.fail_after(30):
-            while not (files["a"].exists() and files["stall"].exists()):
-                await anyio.sleep(0.05)
+        task = await started(client.session, "aai_run", plan(STALL))
+        await until(files["a"], files["stall"])
         assert (await task_call(client.session, "tasks/get", task.task_id)).status == "working"
         await cancel(client.session, task.task_id)
         state = await ended(client.session, task.task_id)
@@ -261,19 +261,10 @@ async def test_a_plain_run_cancelled_by_its_client_is_rolled_back(tmp_path: Path
     """The 2025-11-25 era's `notifications/cancelled` stops a run as a task's cancel does: undone."""
     files = two_servers(tmp_path)
     env = {"HOME": str(tmp_path / "home"), "AAI_PLATFORM": "linux", "PATH": os.environ["PATH"]}
-    stalled = {"id": "stalled", "app": "mcp.slow", "tool": "stall", "args": {}}
     async with stdio_session(env, tmp_path / "gateway.log") as session:
         await session.call_tool("aai_run", plan())  # the servers started, and the fast path taken
         files["a"].unlink()
-        async with anyio.create_task_group() as group:
-            group.start_soon(session.call_tool, "aai_run", plan(stalled))
-            with anyio.fail_after(30):
-                while not (files["a"].exists() and files["stall"].exists()):
-                    await anyio.sleep(0.05)
-            group.cancel_scope.cancel()
-        with anyio.fail_after(30):
-            while not files["undo_a"].exists():
-                await anyio.sleep(0.05)
+        await cancelled_midway(session.call_tool, files)
         assert not text_of(await session.call_tool("aai_run", plan())).startswith("The plan failed")
 
 
@@ -281,14 +272,5 @@ async def test_a_run_cancelled_through_the_sdk_is_rolled_back(tmp_path: Path) ->
     """The same over the SDK's own request handling (a 2026-07-28 client without the tasks extension)."""
     files = two_servers(tmp_path)
     env = {"HOME": str(tmp_path / "home"), "AAI_PLATFORM": "linux"}
-    stalled = {"id": "stalled", "app": "mcp.slow", "tool": "stall", "args": {}}
     async with modern_stdio(env, tmp_path / "gateway.log", None) as client:
-        async with anyio.create_task_group() as group:
-            group.start_soon(client.call_tool, "aai_run", plan(stalled))
-            with anyio.fail_after(30):
-                while not (files["a"].exists() and files["stall"].exists()):
-                    await anyio.sleep(0.05)
-            group.cancel_scope.cancel()
-        with anyio.fail_after(30):
-            while not files["undo_a"].exists():
-                await anyio.sleep(0.05)
+        await cancelled_midway(client.call_tool, files)

@@ -16,7 +16,7 @@ from aai_gateway.config import load_settings
 from aai_gateway.mcp import tasks
 from aai_gateway.mcp.server import GatewayServer
 from aai_gateway.service import Gateway
-from tests.e2e.tasks_client import MODERN, Tasks, cancel, ended, plan, started, task_call, two_servers
+from tests.e2e.tasks_client import MODERN, STALL, Tasks, cancel, ended, plan, started, task_call, two_servers, until
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +33,7 @@ async def client(tmp_path: Path) -> AsyncIterator[Client]:
         await gateway.aclose()
 
 
-STALLED = plan({"id": "stalled", "app": "mcp.slow", "tool": "stall", "args": {}})
+STALLED = plan(STALL)
 
 
 @pytest.mark.hostile("limits")
@@ -63,6 +63,4 @@ async def test_a_task_past_its_time_to_live_is_dropped_and_its_work_stopped(
     with pytest.raises(MCPError) as gone:
         await task_call(client.session, "tasks/get", task.task_id)
     assert "no task" in gone.value.error.message, gone.value.error
-    with anyio.fail_after(30):  # the stopped run was rolled back
-        while not (tmp_path / "undo_a").exists():
-            await anyio.sleep(0.05)
+    await until(tmp_path / "undo_a")  # the stopped run was rolled back
