@@ -36,3 +36,5 @@ class Caller:
     """The call id of the plan run this call is a step of, if any: the history keeps it as the run's child."""
     step: str | None = field(default=None, compare=False, repr=False)
     """Which step of that run (`read`, `notify[2]`, `lower (undo)`)."""
+    begun: Callable[[], None] | None = field(default=None, compare=False, repr=False)
+    """Told when a long call (a wait, a plan) is agreed to and its work begins: an MCP task answers then."""

@@ -88,6 +88,8 @@ async def wait(events: Events, calls: Calls, arguments: Mapping[str, Any], calle
             ask=caller.ask,
             transport=caller.transport,
         )
+        if caller.begun is not None:
+            caller.begun()
         return await _waited(events, app, event, filter, timeout=timeout, caller=caller)
 
     answer: dict[str, Any] = await calls.run(app.app_id, tool.name, dict(arguments), caller, work)

@@ -36,6 +36,7 @@ from aai_gateway.mcp.notify import Notifier
 from aai_gateway.mcp.relay import SessionRelay
 from aai_gateway.mcp.rounds import Rounds, boundary, chosen, consent_form, form_of, modern, takes_forms
 from aai_gateway.mcp.sdk_private import connection_of
+from aai_gateway.mcp.tasks import Tasks
 from aai_gateway.mcp.wire.early import Arrived
 from aai_gateway.service import MAX_BATCH, Caller, Forwarded, Gateway
 from aai_gateway.text import unencodable
@@ -64,7 +65,7 @@ class _Server(Server[Any]):
         return super().create_initialization_options(
             notification_options or NotificationOptions(tools_changed=True, resources_changed=True),
             experimental_capabilities,
-            extensions,
+            extensions if extensions is not None else {},  # the extensions served are 2026-07-28's (discover)
         )
 
 
@@ -105,7 +106,6 @@ class GatewayServer:
             version=__version__,
             instructions=instructions(gateway.settings.tool_names),
             on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,
             on_list_resource_templates=self._list_resource_templates,
             on_read_resource=self._read_resource,
@@ -115,6 +115,8 @@ class GatewayServer:
             on_list_prompts=self._list_prompts,
             on_subscriptions_listen=self.notifier.listen,
         )
+        self.server.add_request_handler("tools/call", types.CallToolRequestParams, self._call_tool)
+        self.tasks = Tasks(self.server, transport)
         self.server.middleware.append(_before_initialize)
         self.server.middleware.append(boundary(SERVER_NAME))
         gateway.listeners.append(self.apps_changed)
@@ -158,22 +160,36 @@ class GatewayServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         await self._seen(ctx)
         style = self.gateway.settings.error_style
         target = self.names.resolve(params.name)
         if target is None:
             raise unknown_tool(self._no_such_tool(params.name), style)
-        rounds = None
         try:
             rounds = Rounds.of(ctx, params) if modern(ctx) else None
-            caller = _caller(ctx, self.transport, rounds)
-            arguments = params.arguments or {}
-            if rounds is not None and target.kind == "batch" and isinstance(calls := arguments.get("calls"), list):
-                await ask_first(self.gateway, calls, caller, rounds.round.ask)
-            return await self.run(caller, target, arguments, params.meta)
         except AaiError as exc:
             return answer(exc, style)
+        caller = _caller(ctx, self.transport, rounds)
+        arguments, meta = params.arguments or {}, params.meta
+        if self.tasks.wanted(ctx, target.kind):  # no progress once answered: a task's client polls
+            quiet = replace(caller, relay=None)
+
+            def work(begun: Callable[[], None]) -> Awaitable[types.CallToolResult | types.InputRequiredResult]:
+                return self._answered(replace(quiet, begun=begun), target, arguments, meta, rounds)
+
+            return await self.tasks.start(ctx, params.name, work, style)
+        return await self._answered(caller, target, arguments, meta, rounds)
+
+    async def _answered(
+        self, caller: Caller, target: Target, arguments: dict[str, Any], meta: Any, rounds: Rounds | None
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        try:
+            if rounds is not None and target.kind == "batch" and isinstance(calls := arguments.get("calls"), list):
+                await ask_first(self.gateway, calls, caller, rounds.round.ask)
+            return await self.run(caller, target, arguments, meta)
+        except AaiError as exc:
+            return answer(exc, self.gateway.settings.error_style)
         except InputNeeded as needed:  # only a round's asker raises it
             assert rounds is not None
             return rounds.input_required(needed)

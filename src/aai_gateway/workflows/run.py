@@ -51,6 +51,8 @@ async def run_checked(
         if plan.event is not None:  # a triggered run has nobody to tell: its record says why it did not run
             await refused(calls, name, recorded, caller, exc)
         raise
+    if caller.begun is not None:
+        caller.begun()
 
     async def work(run_id: str) -> Report:
         steps_caller = replace(caller, ask=ask, parent=run_id)

@@ -15,6 +15,7 @@ from aai_gateway.calls import Caller, Calls
 from aai_gateway.errors import (
     AaiError,
     AppNotFound,
+    AutomationFailed,
     ConsentRequired,
     InvalidParams,
     PermissionDenied,
@@ -99,6 +100,10 @@ class Report:
         return report | ({"outputError": self.output_error} if self.output_error else {})
 
 
+_UNDOING: set[asyncio.Future[None]] = set()
+"""Rollbacks of cancelled runs under way, kept from the garbage collector while their caller is gone."""
+
+
 class Run:
     """One run of a plan. `undos` are the descriptors' own undo declarations, by step id, for steps that
     give none; `concurrency` bounds the steps running at once (1 runs them in order)."""
@@ -131,7 +136,17 @@ class Run:
         started = time.perf_counter()
         limit = self.plan.timeout
         deadline = None if limit is None else asyncio.get_running_loop().time() + limit
-        failed = await self._steps(deadline)
+        try:
+            failed = await self._steps(deadline)
+        except asyncio.CancelledError:
+            # stopped by its caller: what ran is undone as on any failure, then the stop goes on; shielded, as
+            # the SDK's cancel scopes cancel again at every await (the undos then finish on their own)
+            if self.plan.on_error == "rollback":
+                undoing = asyncio.ensure_future(self._rollback())
+                _UNDOING.add(undoing)
+                undoing.add_done_callback(_UNDOING.discard)
+                await asyncio.shield(undoing)
+            raise
         status = "ok"
         if failed is not None:
             status = "failed"
@@ -159,7 +174,16 @@ class Run:
             if not running:
                 break
             remaining = None if deadline is None else max(deadline - loop.time(), 0)
-            done, _ = await asyncio.wait(running, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            try:
+                done, _ = await asyncio.wait(running, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                for task in running:
+                    task.cancel()
+                await asyncio.gather(*running, return_exceptions=True)
+                for outcome in running.values():
+                    outcome.error = outcome.error or AutomationFailed("the run was cancelled during this step")
+                    self._finish(outcome, "failed")
+                raise
             if not done:  # the plan's time is up: what still runs is stopped and counts as failed
                 for task, outcome in running.items():
                     task.cancel()
