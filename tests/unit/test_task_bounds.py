@@ -40,17 +40,20 @@ STALLED = plan(STALL)
 async def test_a_client_runs_at_most_its_cap_of_tasks(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tasks, "MOST_PER_CLIENT", 2)
     first = await started(client.session, "aai_run", STALLED)
-    await started(client.session, "aai_run", STALLED)
+    second = await started(client.session, "aai_run", STALLED)
     refused = await client.session.call_tool("aai_run", STALLED)
     assert refused.is_error
     assert isinstance(refused.content[0], types.TextContent)
     assert "2 tasks of this client are running, the most at once" in refused.content[0].text
     await cancel(client.session, first.task_id)
     assert (await ended(client.session, first.task_id)).status == "cancelled"
-    await started(client.session, "aai_run", STALLED)  # the ended task made room, and is gone
+    third = await started(client.session, "aai_run", STALLED)  # the ended task made room, and is gone
     with pytest.raises(MCPError) as gone:
         await task_call(client.session, "tasks/get", first.task_id)
     assert gone.value.error.code == types.INVALID_PARAMS
+    for running in (second, third):  # rather than leave the stalled runs to the gateway's closing
+        await cancel(client.session, running.task_id)
+        await ended(client.session, running.task_id)
 
 
 async def test_a_task_past_its_time_to_live_is_dropped_and_its_work_stopped(
