@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from aai_gateway.history import runs, stats
 from aai_gateway.history.record import Record
-from aai_gateway.history.rows import COLUMNS, conditions, record_of
+from aai_gateway.history.rows import COLUMNS, Filters, conditions, record_of
 from aai_gateway.history.schema import (
     BUSY_TIMEOUT_MS,
     SCHEMA_VERSION,
@@ -35,20 +35,9 @@ class HistoryReader:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def query(
-        self,
-        *,
-        app: str | None = None,
-        tool: str | None = None,
-        status: str | None = None,
-        caller: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = 100,
-        offset: int = 0,
-    ) -> list[Record]:
+    def query(self, *, limit: int | None = 100, offset: int = 0, **filters: Unpack[Filters]) -> list[Record]:
         """Records matching every filter given, newest first; `since` and `until` are inclusive."""
-        where, params = _filtered(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
+        where, params = _filtered(filters)
         if limit is not None and limit < 0:
             raise ValueError(f"limit must be 0 or more, got {limit}")
         if offset < 0:
@@ -60,17 +49,8 @@ class HistoryReader:
             rows = conn.execute(sql, [*params, -1 if limit is None else limit, offset]).fetchall()
         return [record_of(row) for row in rows]
 
-    def count(
-        self,
-        *,
-        app: str | None = None,
-        tool: str | None = None,
-        status: str | None = None,
-        caller: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> int:
-        where, params = _filtered(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
+    def count(self, **filters: Unpack[Filters]) -> int:
+        where, params = _filtered(filters)
         with self._reader() as conn:
             if conn is None:
                 return 0
@@ -92,23 +72,14 @@ class HistoryReader:
         with self._reader() as conn:
             return {} if conn is None else stats.tool_counts(conn, since, until)
 
-    def export(
-        self,
-        *,
-        app: str | None = None,
-        tool: str | None = None,
-        status: str | None = None,
-        caller: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> Iterator[Record]:
+    def export(self, **filters: Unpack[Filters]) -> Iterator[Record]:
         """Every record matching the filters, in the order they were recorded, a batch at a time.
 
         Each batch is a query of its own that goes on after the last row read (by `seq`), so memory stays the
         same whatever the history's size, and no read stays open while a slow client downloads: an open read
         would hold up the writer's checkpoints, and calls with them.
         """
-        where, params = _filtered(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
+        where, params = _filtered(filters)
         where = f"{where} AND seq > ?" if where else " WHERE seq > ?"
         sql = f"SELECT seq, {COLUMNS} FROM calls{where} ORDER BY seq LIMIT {EXPORT_BATCH}"  # noqa: S608
         last = 0
@@ -129,40 +100,20 @@ class HistoryReader:
             row = conn.execute(f"SELECT {COLUMNS} FROM calls WHERE id = ?", (call_id,)).fetchone()  # noqa: S608
         return None if row is None else record_of(row)
 
-    def entries(
-        self,
-        *,
-        app: str | None = None,
-        tool: str | None = None,
-        status: str | None = None,
-        caller: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[runs.Entry]:
+    def entries(self, *, limit: int = 100, offset: int = 0, **filters: Unpack[Filters]) -> list[runs.Entry]:
         """What a listing shows, newest first: calls, and runs with their first steps beneath them (a run
         matches the filters when one of its steps does); see history/runs.py."""
         if limit < 0 or offset < 0:
             raise ValueError(f"limit and offset must be 0 or more, got {limit} and {offset}")
-        filters = conditions(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
+        where = conditions(**filters)
         with self._reader() as conn:
-            return [] if conn is None else runs.entries(conn, filters, limit, offset)
+            return [] if conn is None else runs.entries(conn, where, limit, offset)
 
-    def count_entries(
-        self,
-        *,
-        app: str | None = None,
-        tool: str | None = None,
-        status: str | None = None,
-        caller: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> int:
+    def count_entries(self, **filters: Unpack[Filters]) -> int:
         """How many entries `entries` finds with these filters, on all its pages."""
-        filters = conditions(app=app, tool=tool, status=status, caller=caller, since=since, until=until)
+        where = conditions(**filters)
         with self._reader() as conn:
-            return 0 if conn is None else runs.count_entries(conn, filters)
+            return 0 if conn is None else runs.count_entries(conn, where)
 
     def children(self, run_id: str, limit: int | None = None) -> tuple[list[Record], int]:
         """A run's steps and undos in the order they started (the first `limit`), and how many it has."""
@@ -215,7 +166,7 @@ class HistoryReader:
             ) from exc
 
 
-def _filtered(**filters: Any) -> tuple[str, list[Any]]:
+def _filtered(filters: Filters) -> tuple[str, list[Any]]:
     """The filters as a WHERE clause ("" for none) and its parameters."""
     found, params = conditions(**filters)
     return (f" WHERE {found}" if found else ""), params

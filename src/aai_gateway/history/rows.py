@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from aai_gateway.history.record import STATUSES, Record, iso
 
@@ -80,21 +80,30 @@ def record_of(row: tuple[Any, ...]) -> Record:
     )
 
 
-def conditions(
-    *,
-    app: str | None,
-    tool: str | None,
-    status: str | None,
-    caller: str | None,
-    since: datetime | None,
-    until: datetime | None,
-) -> tuple[str, list[Any]]:
+class Filters(TypedDict, total=False):
+    """What every history query may be narrowed to: calls of this app, tool, status (ok, error) and caller,
+    from `since` to `until` (both inclusive); a filter left out (or None) narrows nothing."""
+
+    app: str | None
+    tool: str | None
+    status: str | None
+    caller: str | None
+    since: datetime | None
+    until: datetime | None
+
+
+def conditions(**filters: Unpack[Filters]) -> tuple[str, list[Any]]:
     """The filters as the conditions of a WHERE clause joined by AND ("" for none), and their parameters."""
+    unknown = filters.keys() - Filters.__annotations__.keys()
+    if unknown:
+        raise TypeError(f"no history filter is called {', '.join(sorted(unknown))}")
+    status, since, until = filters.get("status"), filters.get("since"), filters.get("until")
     if status is not None and status not in STATUSES:
         raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
     clauses: list[str] = []
     params: list[Any] = []
-    for column, value in (("app", app), ("tool", tool), ("status", status), ("caller", caller)):
+    for column in ("app", "tool", "status", "caller"):
+        value = filters.get(column)
         if value is not None:
             clauses.append(f"{column} = ?")
             params.append(value)
