@@ -8,7 +8,6 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,12 +24,8 @@ from aai_gateway.executors.script_checks import with_script_checks
 from aai_gateway.service import Gateway
 
 if TYPE_CHECKING:
-    from aai_gateway.auth.oauth import AuthStatus
-    from aai_gateway.auth.provider import WebAuth
     from aai_gateway.authoring.describe import Described
     from aai_gateway.authoring.knowledge import Source
-    from aai_gateway.consent import ConsentStore
-    from aai_gateway.consent.store import ServerApproval
 
 log = logging.getLogger("aai_gateway.scan")
 
@@ -482,159 +477,6 @@ def call(ctx: click.Context, app: str, tool: str, args: str, as_json: bool) -> N
     click.echo(result_text(result, app, tool, as_json=as_json))
 
 
-# auth: sign in to web apps, sign out, status. The secret store and OAuth live in aai_gateway.auth.
-
-
-@main.group(short_help="Sign in to web apps (OAuth 2), sign out, show the status.")
-def auth() -> None:
-    """Sign in to web apps (OAuth 2 with PKCE), sign out, and show the sign-in status."""
-
-
-def _web_auth(settings: Settings, app_id: str) -> WebAuth:
-    """An installed app by id, or a web app by the site URL it was discovered at (its settings are keyed
-    by that site, as the gateway keys them when it calls the app)."""
-    from aai_gateway.auth.provider import web_auth
-
-    found = scan(settings).apps.get(app_id)
-    if found is None and app_id.startswith(("https://", "http://")):
-        try:
-            found = asyncio.run(Gateway(settings).discover(app_id))
-        except AaiError as exc:
-            fail(f"cannot discover {app_id}: {exc}", 1)
-        web = web_auth(found)
-        if web is not None:
-            web = replace(web, app_id=app_id.rstrip("/"))
-    elif found is None:
-        fail(f"unknown app {app_id!r}: `aai-gateway apps` lists the apps found, or give a web app's site URL", 1)
-    else:
-        web = web_auth(found)
-    if web is None:
-        fail(f"app {app_id} has no web binding with a base_url and an auth section; there is nothing to sign in to", 1)
-    if web.kind != "oauth2":
-        fail(f"app {app_id} does not sign in with OAuth 2 (its auth type is {web.kind})", 1)
-    return web
-
-
-def _status_line(status: AuthStatus) -> str:
-    head = f"{status.app_id}  {status.site}  "
-    if not status.signed_in:
-        return head + f"not signed in: run `aai-gateway auth login {status.app_id}`"
-    parts = ["signed in"]
-    left = status.expires_in()
-    if left is None:
-        parts.append("no expiry given")
-    elif left > 0:
-        parts.append(f"access token expires in {round(left)} s")
-    else:
-        parts.append(f"access token expired {round(-left)} s ago")
-    parts.append("refreshable" if status.refreshable else "no refresh token")
-    if status.scope:
-        parts.append(f"scopes: {status.scope}")
-    parts.append(f"store: {status.store}")
-    return head + "; ".join(parts)
-
-
-@auth.command("login", short_help="Sign in to APP in the browser; tokens go to the OS keyring.")
-@click.argument("app")
-@click.option("--no-browser", is_flag=True, help="Only print the sign-in URL; do not open a browser.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=1),
-    default=300,
-    show_default=True,
-    help="Seconds to wait for the browser to come back.",
-)
-@click.pass_context
-def auth_login(ctx: click.Context, app: str, no_browser: bool, timeout: float) -> None:
-    """Sign in to APP in the browser (OAuth 2); the tokens go to the OS keyring.
-
-    The sign-in URL is always printed on stderr; the browser comes back to a listener on
-    127.0.0.1 (apps.<APP>.redirectPort, else a free port). Needs apps.<APP>.clientId in the config.
-    """
-    from aai_gateway.auth import oauth
-
-    settings = settings_of(ctx)
-    logs.configure(
-        settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning"
-    )
-    web = _web_auth(settings, app)
-
-    def open_browser(url: str) -> None:
-        click.echo(f"Sign in to {app} ({web.site}) with this URL:\n\n  {url}\n", err=True)
-        if not no_browser:
-            import webbrowser
-
-            if not webbrowser.open(url):
-                click.echo("No browser could be opened: open the URL above yourself.", err=True)
-        click.echo(f"Waiting up to {timeout:g} s for the sign-in to finish...", err=True)
-
-    try:
-        tokens = asyncio.run(oauth.login(settings, app, web.site, web.auth, open_browser=open_browser, timeout=timeout))
-    except AaiError as exc:
-        fail(f"{exc} [{exc.code} {exc.type}]", 1)
-    status = asyncio.run(oauth.status(settings, app, web.site))
-    scopes = f"; scopes: {tokens.scope}" if tokens.scope else ""
-    click.echo(f"Signed in to {web.site} for {app}{scopes}. Tokens stored in: {status.store}")
-
-
-@auth.command("logout", short_help="Sign out of APP: delete its stored tokens.")
-@click.argument("app")
-@click.pass_context
-def auth_logout(ctx: click.Context, app: str) -> None:
-    """Sign out of APP: delete its stored tokens."""
-    from aai_gateway.auth import oauth
-
-    settings = settings_of(ctx)
-    logs.configure(
-        settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning"
-    )
-    web = _web_auth(settings, app)
-    try:
-        removed = asyncio.run(oauth.logout(settings, app, web.site))
-    except AaiError as exc:
-        fail(f"{exc} [{exc.code} {exc.type}]", 1)
-    if removed:
-        click.echo(f"Signed out of {web.site} for {app}: its tokens are deleted.")
-    else:
-        click.echo(f"Not signed in to {web.site} for {app}; nothing to delete.")
-
-
-@auth.command("status", short_help="Show the sign-in status of APP or of every OAuth 2 app.")
-@click.argument("app", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-@click.pass_context
-def auth_status(ctx: click.Context, app: str | None, as_json: bool) -> None:
-    """Show the sign-in status of APP, or of every OAuth 2 app; never a token."""
-    from aai_gateway.auth import oauth
-
-    settings = settings_of(ctx)
-    logs.configure(
-        settings.log_level, settings.aai_home / "logs", stderr_level=None if ctx.obj.get("log_level") else "warning"
-    )
-    if app is not None:
-        targets = [_web_auth(settings, app)]
-    else:
-        from aai_gateway.auth.provider import web_auth
-
-        found = (web_auth(a) for a in scan(settings).apps.values())
-        targets = [w for w in found if w is not None and w.kind == "oauth2"]
-
-    async def gather() -> list[AuthStatus]:
-        return [await oauth.status(settings, w.app_id, w.site) for w in targets]
-
-    try:
-        statuses = asyncio.run(gather())
-    except AaiError as exc:
-        fail(f"{exc} [{exc.code} {exc.type}]", 1)
-    if as_json:
-        click.echo(json.dumps([s.to_json() for s in statuses], ensure_ascii=False, indent=2))
-        return
-    for status in statuses:
-        click.echo(_status_line(status))
-    if not statuses:
-        click.echo("No app signs in with OAuth 2.")
-
-
 @main.command(short_help="Print (or --rotate) the bearer token HTTP clients send to /mcp.")
 @click.option(
     "--rotate", is_flag=True, help="Replace the token with a new one; running gateways use it from their next request."
@@ -672,190 +514,9 @@ def token(ctx: click.Context, rotate: bool) -> None:
     click.echo(value)
 
 
-# consent: which MCP clients may run which apps' tools. Decisions live in aai_gateway.consent.
-
-
-@main.group(short_help="Allow, deny, list and revoke which clients may run which tools.")
-def consent() -> None:
-    """Which MCP clients may run which apps' tools: list, allow, deny and revoke decisions.
-
-    A decision names a caller (the MCP client's name; none means any caller), an app, and a tool
-    (none means every tool of the app; an allow for the whole app leaves out tools marked
-    destructive). Running gateways see changes on their next call.
-    """
-
-
-def _consent_store(ctx: click.Context) -> ConsentStore:
-    from aai_gateway.consent import ConsentGate
-
-    return ConsentGate(settings_of(ctx)).store
-
-
-def _unknown_app_note(settings: Settings, app: str) -> None:
-    if app.startswith(("https://", "http://")) or app in scan(settings).apps:
-        return
-    click.echo(f"note: no app {app!r} is installed here; the decision is kept for when it is", err=True)
-
-
-@consent.command("list", short_help="List decisions, pending requests and the config's policy.")
-@click.option("--json", "as_json", is_flag=True, help="Print decisions, pending requests and the policy as JSON.")
-@click.pass_context
-def consent_list(ctx: click.Context, as_json: bool) -> None:
-    """List stored decisions, calls waiting for a decision, and the config's policy."""
-    from aai_gateway.consent import command
-    from aai_gateway.consent.summary import as_text
-
-    settings = settings_of(ctx)
-    store = _consent_store(ctx)
-    decisions, pending = store.decisions(), store.pending()
-    if as_json:
-        data = {
-            "decisions": [g.to_json() for g in decisions],
-            "pending": [p.to_json() for p in pending],
-            "servers": [a.to_json() for a in store.servers()],
-            "default": settings.consent_default,
-            "readOnly": settings.consent_read_only,
-            "rules": [
-                {k: v for k, v in (("caller", r.caller), ("app", r.app), ("tool", r.tool)) if v is not None}
-                | {"decision": r.decision}
-                for r in settings.consent_rules
-            ],
-        }
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
-        return
-    click.echo(f"Decisions ({len(decisions)}):")
-    for grant in decisions:
-        once = ", once" if grant.once else ""
-        click.echo(f"  {grant.id}  {grant.decision:<5}  {grant.scope}  ({grant.created}, {grant.source}{once})")
-    if not decisions:
-        click.echo("  none")
-    click.echo(f"\nPending requests ({len(pending)}):")
-    for request in pending:
-        click.echo(
-            f'  {request.id}  "{request.caller}" wants {request.app}:{request.tool} '
-            f"({as_text(request.arguments)}) since {request.created}"
-        )
-        click.echo(f"      approve: {command('allow', request.caller, request.app, request.tool)}")
-    if not pending:
-        click.echo("  none")
-    servers = store.servers()
-    click.echo(f"\nApproved MCP server command lines ({len(servers)}):")
-    for approval in servers:
-        click.echo(f"  {approval.id}  {approval.app}: {approval.command}  ({approval.created}, {approval.source})")
-    if not servers:
-        click.echo("  none")
-    click.echo(
-        f"\nPolicy: consent.default {settings.consent_default!r}, consent.readOnly {settings.consent_read_only!r}, "
-        f"{len(settings.consent_rules)} rule(s) in config"
-    )
-    for index, rule in enumerate(settings.consent_rules):
-        who = f'caller "{rule.caller}"' if rule.caller else "any caller"
-        click.echo(f"  rules[{index}]  {rule.decision:<5}  {who}, {rule.app}:{rule.tool or '*'}")
-
-
-def _store_decision(ctx: click.Context, decision: str, app: str, caller: str | None, tool: str | None) -> None:
-    store = _consent_store(ctx)
-    _unknown_app_note(settings_of(ctx), app)
-    try:
-        grant = store.store(app, decision, caller, tool)
-    except OSError as exc:
-        fail(f"cannot write {store.path}: {exc.strerror or exc}", 1)
-    verb = "Allowed" if decision == "allow" else "Denied"
-    click.echo(f"{verb}: {grant.scope} (decision {grant.id}).")
-    if decision == "allow":
-        for other in store.decisions():
-            overlaps = (other.caller is None or caller is None or other.caller == caller) and (
-                other.tool is None or tool is None or other.tool == tool
-            )
-            if other.decision == "deny" and other.app == app and overlaps:
-                click.echo(
-                    f"note: decision {other.id} denies {other.scope}, and a deny wins; "
-                    f"`aai-gateway consent revoke --id {other.id}` removes it",
-                    err=True,
-                )
-
-
-_CALLER_HELP = "The MCP client's name (its clientInfo.name, shown in CONSENT_REQUIRED); none means any caller."
-
-
-@consent.command("allow", short_help="Let a caller run an app's tools without asking.")
-@click.argument("app")
-@click.option("--caller", help=_CALLER_HELP)
-@click.option(
-    "--tool", help="One tool of APP; none means every tool of APP except those marked destructive, which need --tool."
-)
-@click.pass_context
-def consent_allow(ctx: click.Context, app: str, caller: str | None, tool: str | None) -> None:
-    """Let CALLER (or any caller) run TOOL (or every tool not marked destructive) of APP without asking."""
-    _store_decision(ctx, "allow", app, caller, tool)
-
-
-@consent.command("deny", short_help="Refuse a caller an app's tools without asking.")
-@click.argument("app")
-@click.option("--caller", help=_CALLER_HELP)
-@click.option("--tool", help="One tool of APP; none means every tool of APP.")
-@click.pass_context
-def consent_deny(ctx: click.Context, app: str, caller: str | None, tool: str | None) -> None:
-    """Refuse CALLER (or any caller) running TOOL (or every tool) of APP, without asking."""
-    _store_decision(ctx, "deny", app, caller, tool)
-
-
-@consent.command("revoke", short_help="Remove a decision, by --id or by APP, --caller and --tool.")
-@click.argument("app", required=False)
-@click.option("--caller", help="The caller the decision names; none means the any-caller decision.")
-@click.option("--tool", help="The tool the decision names; none means the whole-app decision.")
-@click.option("--id", "grant_id", help="The decision's id, as `consent list` shows it.")
-@click.option(
-    "--all",
-    "every",
-    is_flag=True,
-    help="Every decision about APP, whatever caller or tool it names, and its server's approval.",
-)
-@click.option("--server", is_flag=True, help="The approval of the command line APP's MCP server starts with.")
-@click.pass_context
-def consent_revoke(
-    ctx: click.Context,
-    app: str | None,
-    caller: str | None,
-    tool: str | None,
-    grant_id: str | None,
-    every: bool,
-    server: bool,
-) -> None:
-    """Remove a decision: by --id, by the same APP, --caller and --tool it was made with, or --all of APP's;
-    with --server, the approval of APP's server command line (it is then not started until approved again).
-
-    The next call of that caller to that app is asked again (or follows the config's rules).
-    """
-    store = _consent_store(ctx)
-    approvals: list[ServerApproval] = []
-    if grant_id is not None:
-        if app is not None or caller is not None or tool is not None or every:
-            raise click.UsageError("give either --id or APP [--caller] [--tool] [--all], not both")
-        removed = store.revoke_id(grant_id)
-        approvals = store.revoke_server_id(grant_id)
-    elif app is None:
-        raise click.UsageError("give APP (with --caller, --tool or --all) or --id")
-    elif every:
-        if caller is not None or tool is not None:
-            raise click.UsageError("--all removes every decision about APP; leave out --caller and --tool")
-        removed = store.revoke_all(app)
-        approvals = store.revoke_server(app)
-    elif server:
-        if caller is not None or tool is not None:
-            raise click.UsageError("--server removes the approval of APP's command line; leave out --caller and --tool")
-        removed, approvals = [], store.revoke_server(app)
-    else:
-        removed = store.revoke(app, caller, tool)
-    for grant in removed:
-        click.echo(f"Revoked {grant.id}: {grant.decision} {grant.scope}.")
-    for approval in approvals:
-        click.echo(f"Revoked {approval.id}: the approval of {approval.app}'s command line ({approval.command}).")
-    if not removed and not approvals:
-        fail("no stored decision matches; `aai-gateway consent list` shows them with their ids", 1)
-
-
 from aai_gateway.cli.approvals import allow_server  # noqa: E402 - consent's subcommand, in a module of its own
+from aai_gateway.cli.auth import auth  # noqa: E402 - a command group of its own
+from aai_gateway.cli.consent import consent  # noqa: E402 - a command group of its own
 from aai_gateway.cli.history import history  # noqa: E402 - a command group of its own
 from aai_gateway.cli.importing import import_servers  # noqa: E402
 from aai_gateway.cli.library import install, library  # noqa: E402 (commands kept in their own module)
@@ -867,6 +528,8 @@ from aai_gateway.cli.workflows import checked_json, checked_text, is_workflow_fi
 from aai_gateway.workflows.saved import read as read_workflow  # noqa: E402
 
 consent.add_command(allow_server)
+main.add_command(auth)
+main.add_command(consent)
 main.add_command(history)
 main.add_command(stats)
 main.add_command(import_servers)
