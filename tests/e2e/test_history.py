@@ -212,7 +212,8 @@ def test_killing_the_gateway_mid_load_keeps_every_answered_call_and_a_sound_data
     database = home / ".aai" / "history.db"
     with sqlite3.connect(database) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        rows = conn.execute("SELECT args, status, caller, transport FROM calls").fetchall()
+        columns = "SELECT args, status, caller, transport FROM"  # committed: in the calls table or in the journal
+        rows = conn.execute(f"{columns} calls UNION ALL {columns} calls_journal").fetchall()
     recorded = {}
     for args, status, caller, transport in rows:
         assert (caller, transport) == ("kill-test", "stdio")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from aai_gateway.history.schema import SCHEMA_VERSION
 from aai_gateway.history.sketch import exact
 from tests.support import ROOT, gateway_command
 
@@ -44,7 +45,7 @@ def test_stats_reads_an_older_history_with_sketches_made_for_it(tmp_path: Path) 
             assert figures[name] == pytest.approx(exact(values, fraction)[0], rel=0.01), (key, name)
     assert found["consent"] == {"asked": 2, "answered": 2, "outcomes": {"once": 1, "tool": 1}}
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (4,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert conn.execute("SELECT count(*) FROM call_durations").fetchone() == (6,)
     conn.close()
     text = stats(tmp_path / "home")

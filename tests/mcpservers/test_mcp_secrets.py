@@ -113,7 +113,8 @@ class Home:
     def history(self) -> list[dict[str, Any]]:
         with contextlib.closing(sqlite3.connect(self.aai / "history.db")) as db:
             db.row_factory = sqlite3.Row
-            return [dict(row) for row in db.execute("SELECT * FROM calls ORDER BY time")]
+            every = "SELECT * FROM calls UNION ALL SELECT * FROM calls_journal ORDER BY time"  # the journal too
+            return [dict(row) for row in db.execute(every)]
 
 
 SECRET_ENV = {"API_KEY": {"$env": "AAI_TEST_API_KEY"}, "TOKEN": {"$keyring": STORE_NAME}}

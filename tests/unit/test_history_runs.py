@@ -92,7 +92,7 @@ def test_a_schema_2_history_opens_keeps_its_rows_and_takes_runs(tmp_path: Path) 
             plan = conn.execute("EXPLAIN QUERY PLAN SELECT id FROM calls WHERE parent = ? ORDER BY time", ("x",))
             details = " ".join(str(row[3]) for row in plan)
         conn.close()
-        assert SCHEMA_VERSION == 4
+        assert SCHEMA_VERSION == 5
         assert "calls_parent" in indexes
         assert not {"calls_durations", "calls_consent"} & indexes  # dropped by schema 4
         assert "USING INDEX calls_parent" in details or "USING COVERING INDEX calls_parent" in details

@@ -1,9 +1,11 @@
 """Reading the call history: each query on a connection of its own, apart from the writer's, read-only;
 in WAL mode a read never holds up a write. A reader that finds a history an older aai-gateway wrote
-brings it up to this schema first (see history/schema.py)."""
+brings it up to this schema first (see history/schema.py), and one that finds records in the journal
+moves them into the calls table first, in a short write of its own (see history/journal.py)."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Unpack
 
-from aai_gateway.history import runs, stats
+from aai_gateway.history import journal, runs, stats
 from aai_gateway.history.record import Record
 from aai_gateway.history.rows import COLUMNS, Filters, conditions, record_of
 from aai_gateway.history.schema import (
@@ -23,6 +25,8 @@ from aai_gateway.history.schema import (
     newer,
     reason,
 )
+
+log = logging.getLogger(__name__)
 
 EXPORT_BATCH = 500
 """Rows an export reads from its cursor at a time."""
@@ -139,6 +143,8 @@ class HistoryReader:
                 raise HistoryUnavailable(newer(self.path, version))
             if 0 < version < SCHEMA_VERSION:
                 self._upgrade(version)
+            if version and journal.waiting(conn):
+                self._fold()
             yield conn if version else None
         except sqlite3.Error as exc:
             if corrupt(exc):
@@ -149,6 +155,23 @@ class HistoryReader:
             raise HistoryUnavailable(f"cannot read {self.path}: {reason(exc, self.path.parent)}") from exc
         finally:
             conn.close()
+
+    def _fold(self) -> None:
+        """Move the journal's records into the calls table, for the query to see every call committed. A
+        history this process may not write (another user's, a read-only copy) is read as it is: without
+        the calls still in the journal."""
+        try:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            try:
+                conn.execute("PRAGMA wal_autocheckpoint = 0")  # the database file is the gateway's writer's to change
+                with journal.transaction(conn):
+                    journal.fold(conn)
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            if corrupt(exc):
+                raise
+            log.debug("reading %s without the calls still in its journal: %s", self.path, exc)
 
     def _upgrade(self, version: int) -> None:
         """Bring a history an older aai-gateway wrote up to this schema, for a reader that finds one before

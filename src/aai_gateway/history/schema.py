@@ -1,9 +1,9 @@
 """The history's schema: its tables and indexes, the migrations from each older version (run by the writer
 when it opens the file, and by a reader that finds an older file first), and what a SQLite error means.
 
-The store in two rooms: history/writer.py writes (one writer thread, commits on the event loop, recovery,
-checkpoints, retention), history/reader.py reads (queries, statistics, export, runs); history/store.py
-joins them as `HistoryStore`.
+The store in two rooms: history/writer.py writes (one writer thread, commits on the event loop into the
+journal of history/journal.py, recovery, checkpoints, retention), history/reader.py reads (queries,
+statistics, export, runs); history/store.py joins them as `HistoryStore`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
-from aai_gateway.history import runs, stats
+from aai_gateway.history import journal, runs, stats
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 5000
 LOW_SPACE = 64 * 1024
 """Free bytes under which a disk I/O error is taken for a full disk."""
@@ -55,6 +55,8 @@ MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = 
     # 3 -> 4: duration sketches and consent counts per hour, for the two indexes they replace (see
     # history/stats.py), made for the calls already counted.
     4: (*stats.SKETCHES, stats.backfill),
+    # 4 -> 5: the journal calls are committed to before their answer (see history/journal.py).
+    5: journal.SCHEMA,
 }
 """The statements that bring a history of the version before each key to that version."""
 

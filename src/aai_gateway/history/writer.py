@@ -1,9 +1,10 @@
 """Writing the call history in SQLite: `<AAI home>/history.db`, WAL mode, one writer thread (readers have
 connections of their own: history/reader.py).
 
-`write` returns once its call's record is committed, so whatever a client received is in the history
-even if the gateway is killed: with WAL and `synchronous=NORMAL` a commit is in the WAL file (a power
-cut may lose the last commits but never corrupts the database). A record is committed
+`write` returns once its call's record is committed (to the journal: history/journal.py), so whatever
+a client received is in the history even if the gateway is killed: with WAL and `synchronous=NORMAL` a
+commit is in the WAL file (a power cut may lose the last commits but never corrupts the database). A
+record is committed
 
 - on the event loop's own connection when the database takes it at once: the records of the calls
   that end in one turn of the loop share one transaction, and a call that ends alone is committed
@@ -55,17 +56,17 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
 from concurrent.futures import Future, InvalidStateError
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from aai_gateway.history import stats
+from aai_gateway.history.journal import INSERT, fold, transaction
 from aai_gateway.history.record import Record, iso, now
-from aai_gateway.history.rows import INSERT, stored_row
+from aai_gateway.history.rows import stored_row
 from aai_gateway.history.schema import BUSY_TIMEOUT_MS, HistoryUnavailable, corrupt, migrate, reason, result_code
 from aai_gateway.processes import alive
 
@@ -308,6 +309,7 @@ class HistoryWriter:
             conn = self._commit(conn, batch)
             if any(job.kind == "stop" for job in batch):
                 if conn is not None:
+                    self._count_now(conn)  # a history left at rest holds every record in the calls table
                     conn.close()
                 return
 
@@ -448,10 +450,12 @@ class HistoryWriter:
                 continue
 
     def _count_now(self, conn: sqlite3.Connection) -> None:
-        """Bring the hourly counts `stats` reads up to date (a few ms for CHECKPOINT_EVERY calls)."""
+        """Move the journal into the calls table and bring the hourly counts `stats` reads up to date (a few ms
+        for CHECKPOINT_EVERY calls)."""
         self._uncounted = 0
         try:
-            with _transaction(conn):
+            with transaction(conn):
+                fold(conn)
                 stats.count_new(conn)
         except sqlite3.Error as exc:
             log.warning("could not update the hourly call counts in %s: %s", self.path, exc)
@@ -501,7 +505,8 @@ class HistoryWriter:
 
     def _purge(self, conn: sqlite3.Connection) -> int:
         cutoff = iso(now() - timedelta(days=self.retention_days))
-        with _transaction(conn):
+        with transaction(conn):
+            fold(conn)
             deleted = stats.delete_before(conn, cutoff)
         self._uncounted = 0
         if deleted:
@@ -516,23 +521,9 @@ class HistoryWriter:
             log.warning("could not delete old call records from %s: %s", self.path, exc)
 
 
-@contextmanager
-def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """A write transaction taking the lock at once, committed, or rolled back on any failure."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            with suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-        raise
-
-
 def _insert(conn: sqlite3.Connection, records: list[Record]) -> None:
-    """The records in one transaction, taking the write lock at once; rolled back on any failure."""
-    with _transaction(conn):
+    """The records in the journal in one transaction, taking the write lock at once; rolled back on any failure."""
+    with transaction(conn):
         conn.executemany(INSERT, [stored_row(record) for record in records])
 
 
