@@ -99,8 +99,11 @@ def read_limited(path: Path, max_bytes: int) -> bytes:
         raise NotRead(f"cannot be read: {exc.strerror or exc}") from None
     with os.fdopen(handle, "rb") as stream:
         try:
-            check(os.fstat(handle))  # the name may have been swapped for a pipe meanwhile
-            data = stream.read(max_bytes + 1)
+            info = os.fstat(handle)
+            check(info)  # the name may have been swapped for a pipe meanwhile
+            data = stream.read(info.st_size + 1)  # not max_bytes + 1, which Python would set aside whole
+            if len(data) > info.st_size:
+                data += stream.read(max_bytes + 1 - len(data))
         except OSError as exc:
             raise NotRead(f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > max_bytes:
