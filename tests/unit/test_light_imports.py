@@ -9,7 +9,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("mcp", "mcp_types", "pydantic", "pydantic_core", "starlette", "uvicorn", "jinja2", "authlib")
+HEAVY = ("mcp", "mcp_types", "pydantic", "pydantic_core", "starlette", "uvicorn", "jinja2", "authlib", "httpx2")
 
 
 def test_the_command_imports_without_the_sdk() -> None:

@@ -31,10 +31,8 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
-
-import httpx2
 
 from aai_gateway import __version__
 from aai_gateway.addresses import address_refusal
@@ -44,6 +42,9 @@ from aai_gateway.descriptor.validate import check_bytes
 from aai_gateway.discovery import webcache
 from aai_gateway.discovery.sites import Site, belongs, parse_site, url_site
 from aai_gateway.errors import AaiJsonInvalid, ApiRequestFailed, AppNotFound, InvalidParams, PermissionDenied
+
+if TYPE_CHECKING:
+    import httpx2
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +186,8 @@ def url_fetcher(settings: Settings) -> Callable[[str, int], Awaitable[bytes]]:
 async def _fetch(
     site: Site, url: str, settings: Settings, client: httpx2.AsyncClient | None, limit: int | None = None
 ) -> bytes:
+    import httpx2  # noqa: PLC0415 - here, not on top: the command starts without the HTTP stack (~25 ms)
+
     cap = settings.max_descriptor_bytes if limit is None else limit
     try:
         async with asyncio.timeout(settings.web_timeout):
@@ -246,6 +249,8 @@ async def _follow(client: httpx2.AsyncClient, site: Site, addresses: list[str], 
 
 async def _send(client: httpx2.AsyncClient, site: Site, addresses: list[str], url: str) -> httpx2.Response:
     """GET `url` from the first checked address that accepts a connection."""
+    import httpx2  # noqa: PLC0415 - see _fetch
+
     parts = urlsplit(url)
     path = parts.path + (f"?{parts.query}" if parts.query else "")
     extensions = {"sni_hostname": site.host} if site.scheme == "https" and not site.is_ip else {}
@@ -268,6 +273,8 @@ async def _send(client: httpx2.AsyncClient, site: Site, addresses: list[str], ur
 
 
 async def _read(response: httpx2.Response, url: str, cap: int) -> bytes:
+    import httpx2  # noqa: PLC0415 - see _fetch
+
     too_big = f"{url} is larger than the {_size(cap)} limit (maxDescriptorBytes)"
     length = response.headers.get("content-length", "")
     if length.isdigit() and int(length) > cap:
