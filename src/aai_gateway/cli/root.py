@@ -21,7 +21,6 @@ from aai_gateway.descriptor.validate import DEFAULT_MAX_BYTES, Loaded, check_doc
 from aai_gateway.discovery import Scan, scan
 from aai_gateway.errors import AaiError
 from aai_gateway.executors.script_checks import with_script_checks
-from aai_gateway.service import Gateway
 
 if TYPE_CHECKING:
     from aai_gateway.authoring.describe import Described
@@ -146,10 +145,7 @@ def _serve_mcp(settings: Settings) -> None:
         early = Early.start(settings.tool_names)  # answers initialize and tools/list before the SDK is imported
         if early is not None:
             early.answer_initialize(wait=False)
-    gateway = Gateway(settings)
-    for problem in gateway.registry.scan.problems:
-        log.warning("%s", problem)
-    open_history(gateway)
+    gateway = started_gateway(settings)
     if early is not None:
         early.answer_initialize(wait=True)
         early.answer_listing(gateway)
@@ -520,7 +516,7 @@ from aai_gateway.cli.consent import consent  # noqa: E402 - a command group of i
 from aai_gateway.cli.history import history  # noqa: E402 - a command group of its own
 from aai_gateway.cli.importing import import_servers  # noqa: E402
 from aai_gateway.cli.library import install, library  # noqa: E402 (commands kept in their own module)
-from aai_gateway.cli.serve import open_history, serve, serve_web, with_address  # noqa: E402
+from aai_gateway.cli.serve import serve, serve_web, started_gateway, with_address  # noqa: E402
 from aai_gateway.cli.service import service  # noqa: E402 - a command group of its own
 from aai_gateway.cli.stats import stats  # noqa: E402 - a command group of its own
 from aai_gateway.cli.updates import outdated, update  # noqa: E402

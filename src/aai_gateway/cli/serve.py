@@ -3,6 +3,7 @@ a service manager; and the code path it shares with `--web`."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 
@@ -28,6 +29,28 @@ def with_address(settings: Settings, host: str | None, port: int | None) -> Sett
     if port is not None:
         settings = settings.from_option("--port", http_port=port)
     return settings
+
+
+def started_gateway(settings: Settings) -> Gateway:
+    """The gateway a server runs: its descriptors scanned (their problems logged) and its history open.
+
+    Python's cycle collector is held off meanwhile, and what was made is then frozen (`gc.freeze`): start-up
+    makes hundreds of thousands of objects that live as long as the gateway, and a collector counting
+    them walks the whole heap again and again and finds no garbage (17 of 90 ms at 1,000 descriptors), as
+    every full collection after would.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        gateway = Gateway(settings)
+        for problem in gateway.registry.scan.problems:
+            log.warning("%s", problem)
+        open_history(gateway)
+    finally:
+        if collecting:
+            gc.freeze()
+            gc.enable()
+    return gateway
 
 
 def open_history(gateway: Gateway) -> None:
@@ -62,10 +85,7 @@ def serve_web(settings: Settings, *, kept: bool = False) -> None:
         sock = listening_socket(settings.http_host, settings.http_port)
     except OSError as exc:
         fail(f"cannot listen on {settings.http_host}:{settings.http_port}: {exc.strerror or exc}")
-    gateway = Gateway(settings)
-    for problem in gateway.registry.scan.problems:
-        log.warning("%s", problem)
-    open_history(gateway)
+    gateway = started_gateway(settings)
     ui = None
     ui_url = None
     if settings.enable_web_ui:
