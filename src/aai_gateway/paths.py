@@ -140,9 +140,10 @@ def keep_backup(path: Path, data: bytes | None = None) -> Path:
     raise OSError(f"{path.parent} already holds {MAX_BACKUPS} backups of {path.name}; remove some of them")
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write `path` whole or not at all: a temporary file in the same folder, synced, then renamed over it."""
-    temp = _synced_temp(path, data)
+def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write `path` whole or not at all: a temporary file in the same folder, synced, then renamed over it.
+    Not `durable`: not synced (a cache, which a power cut may leave empty)."""
+    temp = _synced_temp(path, data, durable=durable)
     try:
         temp.replace(path)
     except BaseException:
@@ -151,14 +152,15 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def _synced_temp(path: Path, data: bytes) -> Path:
-    """`data` in a new temporary file beside `path`, on disk (synced); removed again if writing fails."""
+def _synced_temp(path: Path, data: bytes, *, durable: bool = True) -> Path:
+    """`data` in a new temporary file beside `path`, on disk (synced if `durable`); removed again if writing fails."""
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
             out.flush()
-            os.fsync(out.fileno())
+            if durable:
+                os.fsync(out.fileno())
     except BaseException:
         with contextlib.suppress(OSError):
             Path(temp).unlink()

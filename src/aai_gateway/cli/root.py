@@ -139,20 +139,33 @@ def _serve_mcp(settings: Settings) -> None:
     logs.configure(settings.log_level, settings.aai_home / "logs")
     logs.lean()
     early = None
+    remembered = None
     if sys.platform != "win32" and settings.fast_stdio:
         from aai_gateway.mcp.wire.early import Early
+        from aai_gateway.mcp.wire.remembered import Remembered
 
         early = Early.start(settings.tool_names)  # answers initialize and tools/list before the SDK is imported
         if early is not None:
             early.answer_initialize(wait=False)
+            remembered = Remembered(settings)  # the last start's listing, if nothing it depends on changed
+            kept = remembered.tools
+            if kept is not None:
+                early.answer_initialize(wait=True)
+                remembered.given = early.answer_listing(lambda: kept)
     gateway = started_gateway(settings)
+    outdated = False
     if early is not None:
+        from aai_gateway.mcp.wire.early import listing
+
+        tools = listing(gateway)
+        if remembered is not None:  # kept first: a client may stop the gateway as soon as it has its listing
+            outdated = remembered.keep(tools)
         early.answer_initialize(wait=True)
-        early.answer_listing(gateway)
+        early.answer_listing(lambda: tools)
         early.keep_reading()  # requests sent meanwhile are timed from their arrival
     from aai_gateway.mcp.stdio import serve_stdio
 
-    serve_stdio(gateway, early)
+    serve_stdio(gateway, early, outdated=outdated)
 
 
 def _print_scan(settings: Settings) -> None:

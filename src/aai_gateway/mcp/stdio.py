@@ -57,8 +57,9 @@ async def _streams(server: GatewayServer, early: Early | None) -> AsyncIterator[
             pipes.close()
 
 
-def serve_stdio(gateway: Gateway, early: Early | None = None) -> None:
-    """Serve until stdin closes; `early` holds what was read and answered before the SDK was imported."""
+def serve_stdio(gateway: Gateway, early: Early | None = None, *, outdated: bool = False) -> None:
+    """Serve until stdin closes; `early` holds what was read and answered before the SDK was imported,
+    `outdated` that the listing it answered was not what the gateway lists (see mcp/wire/remembered.py)."""
     if early is not None:
         early.stop_reading()
     if early is not None and early.eof:
@@ -67,6 +68,8 @@ def serve_stdio(gateway: Gateway, early: Early | None = None) -> None:
 
     async def main() -> None:
         server = GatewayServer(gateway, transport="stdio")
+        if outdated:  # the client is told before the answer to its next request
+            await server.apps_changed(set())
         try:
             async with anyio.create_task_group() as group, _streams(server, early) as (read, write):
                 stop = anyio.Event()

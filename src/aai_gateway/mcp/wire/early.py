@@ -19,6 +19,7 @@ import stat
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,10 +113,12 @@ class Early:
         self.initialize_id = message["id"]
         self._write({"jsonrpc": "2.0", "id": message["id"], "result": answer})
 
-    def answer_listing(self, gateway: Gateway) -> None:
-        """Answer `tools/list` if it comes next, soon; stop at anything else."""
+    def answer_listing(self, tools: Callable[[], list[dict[str, Any]]]) -> bool:
+        """Answer `tools/list` with `tools()` if it comes next, soon; stop at anything else. Whether it was
+        answered here (once: after the first call, the SDK sees every request)."""
         if self._handed_over or self.initialize_id is None:
-            return
+            return False
+        answered = False
         while (line := self._line(LIST_WAIT)) is not None:
             message = _message(line)
             method = message.get("method") if message is not None else None
@@ -124,13 +127,13 @@ class Early:
                 continue
             params = message.get("params") if message is not None else None
             if message is not None and method == "tools/list" and is_request_id(message.get("id")) and not params:
-                settings = gateway.settings
-                tools = tool_list(gateway, Names(gateway.apps(), settings.platform, settings.tool_names))
-                self._write({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": tools}})
+                self._write({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": tools()}})
+                answered = True
             else:
                 self.replay.append(line)
             break
         self._handed_over = True
+        return answered
 
     def keep_reading(self) -> None:
         """Read stdin in a thread while the SDK is imported, noting when each request arrives."""
@@ -182,6 +185,12 @@ class Early:
         data = encoded(message) + b"\n"
         while data:
             data = data[os.write(1, data) :]
+
+
+def listing(gateway: Gateway) -> list[dict[str, Any]]:
+    """What `tools/list` answers for the gateway as it is."""
+    settings = gateway.settings
+    return tool_list(gateway, Names(gateway.apps(), settings.platform, settings.tool_names))
 
 
 def _message(line: bytes) -> dict[str, Any] | None:
