@@ -123,3 +123,12 @@ def test_a_reader_that_cannot_move_the_journal_reads_what_the_calls_table_holds(
     monkeypatch.setattr(journal, "fold", refused)
     assert [r.call_id for r in store.query()] == ["a"]
     assert tables(store.path) == (["a"], ["b"])
+
+
+def test_the_journal_has_the_columns_of_the_calls_table(store: HistoryStore) -> None:
+    store.start()
+    with closing(sqlite3.connect(store.path)) as conn:
+        calls, kept = (
+            [row[1:4] for row in conn.execute(f"PRAGMA table_info({table})")] for table in ("calls", "calls_journal")
+        )
+    assert kept == calls
