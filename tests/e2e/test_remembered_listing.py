@@ -67,7 +67,7 @@ def home(tmp_path: Path) -> Path:
 
 
 def kept_file(home: Path) -> Path:
-    return home / ".cache" / "aai-gateway" / "listing.json"
+    return home / ".cache" / "aai-gateway" / "_listing.json"
 
 
 def test_a_restart_answers_with_the_kept_listing_and_says_when_the_scan_differs(home: Path) -> None:

@@ -3,7 +3,7 @@
 An agent that starts the gateway waits for `initialize` and then `tools/list` (see early.py). With 1,000
 descriptors the scan before the listing took 75-90 ms of the quarter of a second the listing took. What the
 listing says depends only on the code, the settings, and the files a scan and the saved workflows read, so
-the answer is kept in `<cache dir>/listing.json` under a key made of all of them: the version and the
+the answer is kept in `<cache dir>/_listing.json` under a key made of all of them: the version and the
 source of the modules that check descriptors and write listings; the settings; and for each descriptor
 file and saved workflow its path, size, inode, and modification and change times (the change time
 cannot be set back, unlike the modification time). Working the key out lists the scan paths and takes
@@ -35,7 +35,9 @@ from aai_gateway.workflows.saved import MAX_WORKFLOWS
 
 log = logging.getLogger(__name__)
 
-KEPT = "listing.json"
+KEPT = "_listing.json"
+"""Beside the web descriptors' folders, each named after its host (and `_port`): never a name that starts with an
+underscore, as the host is never empty."""
 MAX_KEPT_BYTES = 16 * 1024 * 1024
 
 Tools = list[dict[str, Any]]
@@ -46,10 +48,15 @@ class Remembered:
 
     def __init__(self, settings: Settings) -> None:
         self.file = settings.cache_dir / KEPT
-        self.key = listing_key(settings)
         self.tools: Tools | None = None
         self.given = False
         """Whether the client was answered with `tools`."""
+        try:
+            self.key: str | None = listing_key(settings)
+        except OSError as exc:  # a source file gone from under the installed package: nothing is kept
+            log.debug("no tool listing is kept: %s", exc)
+            self.key = None
+            return
         try:
             kept = json.loads(paths.read_limited(self.file, MAX_KEPT_BYTES))
         except (paths.NotRead, ValueError, RecursionError):
@@ -60,7 +67,7 @@ class Remembered:
     def keep(self, tools: Tools) -> bool:
         """Keep the listing the scan gives for the next start; whether the client was given another."""
         plain = json.loads(json.dumps(tools))
-        if plain == self.tools:
+        if self.key is None or plain == self.tools:
             return False
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
