@@ -34,7 +34,6 @@ IN_CLOEXEC = 0o2000000
 
 MASK = IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
 ADDED = IN_CREATE | IN_MOVED_TO
-GONE = IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF
 _HEADER = struct.Struct("iIII")
 READ_SIZE = 64 * 1024
 
@@ -47,7 +46,8 @@ class Event:
 
 
 class Inotify:
-    """One inotify instance: folders added and removed by watch descriptor, events read without waiting."""
+    """One inotify instance: folders added by watch descriptor (a folder deleted drops its own), events read
+    without waiting."""
 
     def __init__(self) -> None:
         if not sys.platform.startswith("linux"):
@@ -55,8 +55,6 @@ class Inotify:
         libc = ctypes.CDLL(None, use_errno=True)  # the C library is loaded already: no search for it
         self._add_watch = libc.inotify_add_watch
         self._add_watch.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32)
-        self._rm_watch = libc.inotify_rm_watch
-        self._rm_watch.argtypes = (ctypes.c_int, ctypes.c_int)
         fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
         if fd < 0:
             code = ctypes.get_errno()
@@ -70,9 +68,6 @@ class Inotify:
             code = ctypes.get_errno()
             raise OSError(code, os.strerror(code), str(folder))
         return wd
-
-    def remove(self, wd: int) -> None:
-        self._rm_watch(self.fd, wd)
 
     def read(self) -> list[Event]:
         """The events waiting now (none when nothing is)."""
