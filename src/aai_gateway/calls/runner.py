@@ -23,6 +23,7 @@ from aai_gateway.descriptor.argument_check import ArgumentCheck
 from aai_gateway.errors import AaiError, AutomationFailed, InvalidParams, Timeout
 from aai_gateway.executors import ToolCall
 from aai_gateway.history import HistoryStore, Recorder, Redactor, known_secrets
+from aai_gateway.memo import PerObject
 from aai_gateway.telemetry import start as start_telemetry
 from aai_gateway.text import printable, unencodable
 
@@ -48,7 +49,7 @@ class Calls:
         self.servers = servers
         self.history = history
         self.consent = consent
-        self._validators: dict[int, ArgumentCheck] = {}
+        self._validators: PerObject[ArgumentCheck] = PerObject()
         self._recorder = Recorder(history, Redactor(known_secrets(settings)), self.called)
         self._slots = asyncio.Semaphore(settings.max_concurrent_calls)
         self._app_slots: dict[str, asyncio.Semaphore] = {}
@@ -241,9 +242,9 @@ class Calls:
 
     async def check_args(self, tool: Tool, args: Mapping[str, Any]) -> None:
         """The tool's parameter schema applied to `args`; INVALID_PARAMS says what is wrong and where."""
-        check = self._validators.get(id(tool))
+        check = self._validators.get(tool)
         if check is None:
-            check = self._validators[id(tool)] = ArgumentCheck(tool.name, tool.parameters)
+            check = self._validators.put(tool, ArgumentCheck(tool.name, tool.parameters))
         await check.run(args)
 
     async def aclose(self) -> None:

@@ -26,7 +26,7 @@ from dbus_fast.validators import is_object_path_valid
 
 from aai_gateway import paths, session_bus, templates
 from aai_gateway.config import Settings
-from aai_gateway.descriptor import Binding, Tool, instances
+from aai_gateway.descriptor import Binding, instances
 from aai_gateway.errors import (
     AaiError,
     AppNotRunning,
@@ -38,6 +38,7 @@ from aai_gateway.errors import (
 from aai_gateway.executors import dbus_instances, envelope
 from aai_gateway.executors.base import ToolCall
 from aai_gateway.executors.dbus_types import from_dbus, guess_signature, signature_types, to_dbus
+from aai_gateway.memo import LIMIT, PerObject
 
 log = logging.getLogger(__name__)
 
@@ -127,11 +128,11 @@ class DbusExecutor:
         self._nodes: dict[tuple[str, str, str], Node | None] = {}
         self._signatures: dict[tuple[str, str, str, str, str], str] = {}
         """Each method's introspected input signature, read from `_nodes` once."""
-        self._targets: dict[tuple[int, int, str], tuple[Tool, Binding, Target | None]] = {}
-        self._shapes: dict[tuple[int, str], tuple[Tool, _Shape]] = {}
+        self._targets: PerObject[tuple[Binding, Target | None]] = PerObject()
+        """Each tool's target, for tools whose object path takes no arguments (None for the others)."""
+        self._shapes: PerObject[_Shape] = PerObject()
         """What a tool's arguments become for a signature (types, templates, schemas), worked out once: the
-        same few tools are called again and again. Entries keep the tool they were made for, so an `id`
-        reused by another object is never taken for theirs."""
+        same few tools are called again and again."""
 
     async def execute(self, call: ToolCall) -> Any:
         target = self._target(call)
@@ -237,14 +238,13 @@ class DbusExecutor:
         self._nodes.clear()
 
     def _target(self, call: ToolCall) -> Target:
-        """`target_of(call)`, kept for tools whose object path takes no arguments (None is kept for the others)."""
-        key = (id(call.tool), id(call.binding), call.app.app_id)
-        found = self._targets.get(key)
-        if found is not None and found[0] is call.tool and found[1] is call.binding:
-            return found[2] or target_of(call)
+        """`target_of(call)`, kept for tools whose object path takes no arguments."""
+        found = self._targets.get(call.tool, call.app.app_id)
+        if found is not None and found[0] is call.binding:
+            return found[1] or target_of(call)
         target = target_of(call)
         templated = templates.names(call.tool.options.get("object") or "")
-        _room(self._targets)[key] = (call.tool, call.binding, None if templated else target)
+        self._targets.put(call.tool, (call.binding, None if templated else target), call.app.app_id)
         return target
 
     async def _send(self, bus: MessageBus, message: Message, target: Target) -> list[Any]:
@@ -311,7 +311,9 @@ class DbusExecutor:
             return "".join(guess_signature(s) for s in _argument_schemas(call))
         methods = {m.name: m.in_signature for i in node.interfaces if i.name == target.interface for m in i.methods}
         if target.member in methods:
-            _room(self._signatures)[(*place, target.interface, target.member)] = methods[target.member]
+            if len(self._signatures) >= LIMIT:
+                self._signatures.clear()
+            self._signatures[(*place, target.interface, target.member)] = methods[target.member]
         else:
             self._nodes.pop(place, None)
             offered = ", ".join(sorted(methods)) or "none"
@@ -348,20 +350,15 @@ class DbusExecutor:
         return Variant(signature, to_dbus(value, sig, target.property or "value"))
 
     def _body(self, call: ToolCall, signature: str) -> list[Any]:
-        found = self._shapes.get((id(call.tool), signature))
-        if found is not None and found[0] is call.tool:
-            shape = found[1]
-        else:
-            shape = _shape(call, signature)
-            _room(self._shapes)[(id(call.tool), signature)] = (call.tool, shape)
+        shape = self._shapes.get(call.tool, signature)
+        if shape is None:
+            shape = self._shapes.put(call.tool, _shape(call, signature), signature)
         values = _values(call)
         return [to_dbus(_render(template, values), sig, where, schema) for template, sig, where, schema in shape]
 
 
 _Shape = list[tuple[Any, SignatureType, str, Mapping[str, Any]]]
 """Each DBus argument of a tool's call: its template, type, name in errors and JSON Schema."""
-CACHED = 4096
-"""Entries a cache of the executor holds before it starts over."""
 
 
 def _shape(call: ToolCall, signature: str) -> _Shape:
@@ -376,12 +373,6 @@ def _shape(call: ToolCall, signature: str) -> _Shape:
         )
     schemas = _argument_schemas(call)
     return [(t, sig, _where(t, i), schemas[i]) for i, (t, sig) in enumerate(zip(templates_, types, strict=True))]
-
-
-def _room(table: dict[Any, Any]) -> dict[Any, Any]:
-    if len(table) >= CACHED:
-        table.clear()
-    return table
 
 
 def _argument_schemas(call: ToolCall) -> list[Mapping[str, Any]]:

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from aai_gateway.descriptor.safe_schema import matches
+from aai_gateway.memo import PerObject
 from aai_gateway.secret_forms import MIN_LENGTH, REDACTED, all_forms, cut, remembered
 from aai_gateway.text import printable
 
@@ -106,35 +107,28 @@ class Redactor:
 
 
 _NO_SCHEMA: Mapping[str, Any] = {}
-PLAN_ENTRIES = 4096
-"""Schemas below a key (or index) remembered before the plans start over."""
 
 
 class _Plans:
     """The schemas below each key of each schema seen, and whether they mark it secret: worked out once,
-    as the same few tools are called again and again. Entries keep the schemas they were made for, so
-    an `id` reused by another object is never taken for theirs."""
+    as the same few tools are called again and again."""
 
     def __init__(self) -> None:
-        self._tops: dict[int, tuple[Mapping[str, Any], Schemas]] = {}
-        self._below: dict[tuple[int, bool, type, object], tuple[Schemas, Schemas, bool]] = {}
+        self._tops: PerObject[Schemas] = PerObject()
+        self._below: PerObject[tuple[Schemas, bool]] = PerObject()
 
     def top(self, root: Mapping[str, Any]) -> Schemas:
-        found = self._tops.get(id(root))
-        if found is not None and found[0] is root:
-            return found[1]
-        schemas = _expand((root,), root)
-        self._room(self._tops)[id(root)] = (root, schemas)
-        return schemas
+        found = self._tops.get(root)
+        return found if found is not None else self._tops.put(root, _expand((root,), root))
 
     def below(
         self, schemas: Schemas, root: Mapping[str, Any], key: object, *, item: bool = False
     ) -> tuple[Schemas, bool]:
         """The schemas below `key` of an object (or index `key` of an array, with `item`), and whether secret."""
-        entry = (id(schemas), item, type(key), key)  # the type too: 1 and True are the same dict key
-        found = self._below.get(entry)
-        if found is not None and found[0] is schemas:
-            return found[1], found[2]
+        detail = (item, type(key), key)  # the type too: 1 and True are the same dict key
+        found = self._below.get(schemas, detail)
+        if found is not None:
+            return found
         if item:
             assert isinstance(key, int)
             below = _expand(_item(schemas, key), root)
@@ -144,14 +138,7 @@ class _Plans:
             secret = secret_key(key) or any(sensitive(s) for s in below)
         if not schemas:  # nothing below an unknown key: no entry needed per key
             return below, secret
-        self._room(self._below)[entry] = (schemas, below, secret)
-        return below, secret
-
-    @staticmethod
-    def _room(table: dict[Any, Any]) -> dict[Any, Any]:
-        if len(table) >= PLAN_ENTRIES:
-            table.clear()
-        return table
+        return self._below.put(schemas, (below, secret), detail)
 
 
 _PLANS = _Plans()

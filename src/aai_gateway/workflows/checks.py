@@ -12,11 +12,12 @@ from aai_gateway.consent.launches import asked_by
 from aai_gateway.descriptor import Binding, Descriptor, Tool
 from aai_gateway.descriptor.argument_check import ArgumentCheck
 from aai_gateway.errors import AaiError, ConsentRequired, PermissionDenied
+from aai_gateway.memo import PerObject
 from aai_gateway.workflows.plan import Plan, Problems, Undo, literal_keys
 
 MOST_CHECKS = 512
 """Argument checks kept for the steps of plans, each for one tool and the required arguments its step builds."""
-_checks: dict[tuple[int, tuple[str, ...]], tuple[Tool, ArgumentCheck]] = {}
+_checks: PerObject[ArgumentCheck] = PerObject(MOST_CHECKS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,14 +114,6 @@ async def _partly(args: Mapping[str, Any], tool: Tool, where: str, problems: Pro
 
 def _check(tool: Tool, schema: Mapping[str, Any], dropped: tuple[str, ...]) -> ArgumentCheck:
     """The check of `schema`, `tool`'s parameters less the required names `dropped`, built once: building one
-    compiles the schema, which costs more than a step's own call. The tool is kept with its check, so a key's
-    id cannot come back for another tool while the check is kept."""
-    key = (id(tool), dropped)
-    kept = _checks.get(key)
-    if kept is not None and kept[0] is tool:
-        return kept[1]
-    check = ArgumentCheck(tool.name, schema)
-    if len(_checks) >= MOST_CHECKS:
-        del _checks[next(iter(_checks))]
-    _checks[key] = (tool, check)
-    return check
+    compiles the schema, which costs more than a step's own call."""
+    kept = _checks.get(tool, dropped)
+    return kept if kept is not None else _checks.put(tool, ArgumentCheck(tool.name, schema), dropped)
