@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sqlite3
-from collections.abc import Iterator
 from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
@@ -16,16 +15,9 @@ import pytest
 from aai_gateway.history import HistoryStore, journal
 from aai_gateway.history import writer as writer_module
 from aai_gateway.history.rows import stored_row
-from tests.unit.test_history_store import T0, make
+from tests.unit.test_history_store import T0, make, store
 
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[HistoryStore]:
-    history = HistoryStore(tmp_path / "aai" / "history.db", retention_days=36500)
-    try:
-        yield history
-    finally:
-        history.close()
+__all__ = ["store"]  # the fixture, shared with the store's own tests
 
 
 def tables(path: Path) -> tuple[list[str], list[str]]:

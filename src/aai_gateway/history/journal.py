@@ -18,8 +18,6 @@ unique and the move ignores a second copy.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 
 from aai_gateway.history.rows import COLUMNS
 
@@ -62,17 +60,3 @@ def fold(conn: sqlite3.Connection) -> int:
 def waiting(conn: sqlite3.Connection) -> bool:
     """Whether the journal holds records not yet in the calls table."""
     return conn.execute("SELECT 1 FROM calls_journal LIMIT 1").fetchone() is not None
-
-
-@contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """A write transaction taking the lock at once, committed, or rolled back on any failure."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            with suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-        raise

@@ -24,6 +24,7 @@ from aai_gateway.history.schema import (
     migrate,
     newer,
     reason,
+    transaction,
 )
 
 log = logging.getLogger(__name__)
@@ -164,7 +165,7 @@ class HistoryReader:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             try:
                 conn.execute("PRAGMA wal_autocheckpoint = 0")  # the database file is the gateway's writer's to change
-                with journal.transaction(conn):
+                with transaction(conn):
                     journal.fold(conn)
             finally:
                 conn.close()

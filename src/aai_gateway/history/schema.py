@@ -11,8 +11,8 @@ from __future__ import annotations
 import errno
 import shutil
 import sqlite3
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from aai_gateway.history import journal, runs, stats
@@ -66,8 +66,7 @@ class HistoryUnavailable(Exception):
 
 
 def migrate(conn: sqlite3.Connection, path: Path) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(conn):
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise HistoryUnavailable(newer(path, version))
@@ -83,9 +82,19 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
                     conn.execute(change)
         if version != SCHEMA_VERSION:
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction taking the lock at once, committed, or rolled back on any failure."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
         raise
 
 

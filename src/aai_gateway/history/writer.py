@@ -64,10 +64,18 @@ from pathlib import Path
 from typing import Any
 
 from aai_gateway.history import stats
-from aai_gateway.history.journal import INSERT, fold, transaction
+from aai_gateway.history.journal import INSERT, fold
 from aai_gateway.history.record import Record, iso, now
 from aai_gateway.history.rows import stored_row
-from aai_gateway.history.schema import BUSY_TIMEOUT_MS, HistoryUnavailable, corrupt, migrate, reason, result_code
+from aai_gateway.history.schema import (
+    BUSY_TIMEOUT_MS,
+    HistoryUnavailable,
+    corrupt,
+    migrate,
+    reason,
+    result_code,
+    transaction,
+)
 from aai_gateway.processes import alive
 
 log = logging.getLogger(__name__)
