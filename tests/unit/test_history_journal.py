@@ -9,6 +9,7 @@ import sqlite3
 from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,11 +93,24 @@ def test_a_journal_left_behind_is_moved_at_the_next_start_each_record_once(tmp_p
         second.close()
 
 
-def test_calls_ending_in_one_turn_share_one_commit_to_the_journal(store: HistoryStore) -> None:
+def test_calls_ending_in_one_turn_share_one_commit_to_the_journal(
+    store: HistoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commits: list[int] = []
+    insert = writer_module._insert
+
+    def counted(conn: sqlite3.Connection, records: list[Any]) -> None:
+        commits.append(len(records))
+        insert(conn, records)
+
+    monkeypatch.setattr(writer_module, "_insert", counted)
+    store.start()
+
     async def main() -> None:
         await asyncio.gather(*(store.write(make(f"t{n}")) for n in range(20)))
 
     asyncio.run(main())
+    assert commits == [20]
     calls, waiting = tables(store.path)
     assert (calls, sorted(waiting)) == ([], sorted(f"t{n}" for n in range(20)))
     assert store.count() == 20
