@@ -10,11 +10,15 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from aai_gateway.descriptor import Tool
+from aai_gateway.errors import AutomationFailed
 from aai_gateway.history import HistoryStore, Record, Recorder, Redactor
 from aai_gateway.history.record import RUN_APP
+from aai_gateway.history.redact import MASK
 from aai_gateway.history.store import SCHEMA_VERSION
 from aai_gateway.history.success import success_rates
 from tests.history_runs import STEPS, Step, nowhere, record_run
@@ -267,3 +271,71 @@ def test_a_schema_3_history_gets_its_sketches_and_consent_counts(tmp_path: Path,
         assert sketched == counted == 6  # one per hour, app and tool of the 16 calls
     finally:
         store.close()
+
+
+def test_a_steps_record_is_committed_after_its_turn_and_the_run_waits_for_it(store: HistoryStore) -> None:
+    recorder = Recorder(store, Redactor(), nowhere)
+
+    async def run() -> None:
+        recorder.running("r")
+        pending = recorder.begin("s0", caller="c", transport="stdio", app="x", tool="y", args={}, parent="r", step="a")
+        await recorder.ok(pending, "done", 1.0, tool=None)
+        assert store.get("s0") is None, "the run goes on before its step's record is committed"
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert store.get("s0") is not None, "committed in the next turn of the loop, while the run goes on"
+        failed = recorder.begin("s1", caller="c", transport="stdio", app="x", tool="y", args={}, parent="r", step="b")
+        await recorder.failed(failed, AutomationFailed("no"), 1.0, tool=None)
+        await recorder.settle("r")
+        assert store.get("s1") is not None, "every step is committed once the run has settled"
+        run = recorder.begin("r", caller="c", transport="stdio", app=RUN_APP, tool="plan", args={})
+        await recorder.ok(run, {"status": "ok"}, 2.0, tool=None)
+
+    asyncio.run(run())
+    children, count = store.children("r")
+    assert ([c.step for c in children], count) == (["a", "b"], 2)
+    assert store.get("r") is not None
+
+
+def test_a_cancelled_runs_steps_are_committed_all_the_same(store: HistoryStore) -> None:
+    recorder = Recorder(store, Redactor(), nowhere)
+
+    async def run() -> None:
+        recorder.running("r")
+        pending = recorder.begin("s0", caller="c", transport="stdio", app="x", tool="y", args={}, parent="r", step="a")
+        await recorder.ok(pending, "done", 1.0, tool=None)
+        recorder.forsake("r")
+        await store.aclose()  # before the loop's next turn: the queued record is committed on the way out
+
+    asyncio.run(run())
+    assert store.get("s0") is not None
+
+
+def test_the_recorder_masks_by_the_tool_it_is_given_and_looks_up_no_run() -> None:
+    looked: list[tuple[str, str]] = []
+
+    def find(app: str, tool: str) -> Any:
+        looked.append((app, tool))
+        raise LookupError(f"{app}:{tool}")
+
+    written: list[Record] = []
+
+    class Kept:
+        async def write(self, record: Record, *, alone: bool = False) -> None:
+            written.append(record)
+
+    recorder = Recorder(Kept(), Redactor(), find)  # type: ignore[arg-type]
+    schema = {"type": "object", "properties": {"pin": {"type": "string", "x-sensitive": True}}}
+    tool = Tool(name="unlock", description="", parameters=schema)
+
+    async def run() -> None:
+        call = recorder.begin("c1", caller="c", transport="stdio", app="x", tool="unlock", args={"pin": "4711"})
+        await recorder.ok(call, "ok", 1.0, tool=tool)
+        run = recorder.begin("r1", caller="c", transport="stdio", app=RUN_APP, tool="plan", args={"pin": "4711"})
+        await recorder.ok(run, "ok", 1.0)
+        unknown = recorder.begin("c2", caller="c", transport="stdio", app="x", tool="unlock", args={})
+        await recorder.failed(unknown, AutomationFailed("no"), 1.0)
+
+    asyncio.run(run())
+    assert written[0].args == {"pin": MASK}, "masked by the schema of the tool given, not looked up"
+    assert looked == [("x", "unlock")], "only a call whose tool is not told is looked up; a run never"

@@ -23,6 +23,7 @@ from aai_gateway.descriptor.argument_check import ArgumentCheck
 from aai_gateway.errors import AaiError, AutomationFailed, InvalidParams, Timeout
 from aai_gateway.executors import ToolCall
 from aai_gateway.history import HistoryStore, Recorder, Redactor, known_secrets
+from aai_gateway.history.recorder import UNKNOWN
 from aai_gateway.memo import PerObject
 from aai_gateway.telemetry import start as start_telemetry
 from aai_gateway.text import printable, unencodable
@@ -139,18 +140,23 @@ class Calls:
         started = time.perf_counter()
         late = time.monotonic() - caller.arrived if caller.arrived is not None else 0.0
         asked: list[str] = []  # how the consent question this call asked ended, if it asked one
+        found: list[Tool | None] = [] if work is None else [None]  # the tool called, once found; a run has none
         try:
             calling: Awaitable[Any]
             if work is None:
-                calling = self._call(app_id, tool_name, args, caller, late, asked=asked.append)
+                calling = self._call(app_id, tool_name, args, caller, late, asked=asked.append, found=found.append)
             else:
-                calling = work(asked.append)
+                self._recorder.running(call_id)
+                calling = self._settled(call_id, work(asked.append))
             result = await self._counted(asked_by(caller.name, caller.ask, calling))
         except (AaiError, Unsuccessful) as raised:
             exc = raised.error if isinstance(raised, Unsuccessful) else raised
             elapsed = _ms(started)
             _after_answer("call %s %s %s:%s failed %s in %.1f ms: %s", *where, exc.type, elapsed, exc.detail)
-            await self._recorder.failed(pending, exc, elapsed, alone=not self._running, consent=_asked(asked))
+            tool = found[0] if found else UNKNOWN
+            await self._recorder.failed(
+                pending, exc, elapsed, tool=tool, alone=not self._running, consent=_asked(asked)
+            )
             raise
         except asyncio.CancelledError:
             elapsed = _ms(started)
@@ -160,11 +166,24 @@ class Calls:
         except Exception as exc:
             log.exception("call %s %s %s:%s crashed", *where)
             failure = AutomationFailed(f"the gateway failed unexpectedly ({type(exc).__name__}); see its log")
-            await self._recorder.failed(pending, failure, _ms(started))
+            await self._recorder.failed(pending, failure, _ms(started), tool=found[0] if found else UNKNOWN)
             raise failure from exc
         elapsed = _ms(started)
         _after_answer("call %s %s %s:%s ok in %.1f ms", *where, elapsed)
-        await self._recorder.ok(pending, result, elapsed, alone=not self._running, consent=_asked(asked))
+        await self._recorder.ok(pending, result, elapsed, tool=found[0], alone=not self._running, consent=_asked(asked))
+        return result
+
+    async def _settled(self, run_id: str, working: Awaitable[Any]) -> Any:
+        """A run's work, ended once the records of its steps are committed (see history/recorder.py)."""
+        try:
+            result = await working
+        except asyncio.CancelledError:
+            self._recorder.forsake(run_id)
+            raise
+        except BaseException:
+            await self._recorder.settle(run_id)
+            raise
+        await self._recorder.settle(run_id)
         return result
 
     async def _counted(self, running: Awaitable[Any]) -> Any:
@@ -184,6 +203,7 @@ class Calls:
         late: float = 0.0,
         *,
         asked: Callable[[str], None] | None = None,
+        found: Callable[[Tool], None] | None = None,
     ) -> Any:
         _check_text(app_id, tool_name, args)
         if self.settings.require_history and (trouble := self.history.trouble()) is not None:
@@ -192,6 +212,8 @@ class Calls:
             )
         app = await self.servers.live(await self.apps.resolve(app_id))
         app, binding, tool = self.apps.tool(app, app_id, tool_name)
+        if found is not None:
+            found(tool)
         if not isinstance(args, Mapping):
             raise InvalidParams(f"args must be an object of named arguments, got {type(args).__name__}")
         await self.check_args(tool, args)

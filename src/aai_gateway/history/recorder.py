@@ -1,18 +1,26 @@
-"""From a call's outcome to a redacted `Record` in the store, committed before the result goes back."""
+"""From a call's outcome to a redacted `Record` in the store, committed before the result goes back.
+
+The steps of a run (a plan or a saved workflow) are the exception: their answers go to the run, not to a
+client. A step's record is queued as the step ends and the run goes on at once; the record is committed
+just after that turn of the event loop, while the next step's app works on its call. The run waits for
+every one of them before its own record, and so before its answer (`running`, `settle`).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Tool
 from aai_gateway.errors import AaiError
-from aai_gateway.history.record import Record, now
+from aai_gateway.history.record import RUN_APP, Record, now
 from aai_gateway.history.redact import Redactor, shorten
 from aai_gateway.history.store import HistoryStore
 
@@ -25,6 +33,13 @@ MAX_PARSED = 1_000_000
 """A string result up to this size that holds a JSON object or array is redacted as that JSON."""
 
 Find = Callable[[str, str], tuple[Any, Any, Tool]]
+
+
+class _Unknown:
+    """The tool of a call not told: the recorder looks it up by the call's app and tool."""
+
+
+UNKNOWN: Final = _Unknown()
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +65,8 @@ class Recorder:
         self.redactor = redactor
         self._find = find
         self._failing = False
+        self._unsettled: dict[str, list[asyncio.Future[Future[None] | None]]] = {}
+        """The records of the steps of each run under way (by the run's call id) not known to be committed."""
 
     def begin(
         self,
@@ -71,12 +88,20 @@ class Recorder:
         return Pending(call_id, caller[:MAX_NAME], transport, app, tool, args, parent=parent, step=step)
 
     async def ok(
-        self, pending: Pending, result: Any, duration_ms: float, *, alone: bool = False, consent: str | None = None
+        self,
+        pending: Pending,
+        result: Any,
+        duration_ms: float,
+        *,
+        tool: Tool | _Unknown | None = UNKNOWN,
+        alone: bool = False,
+        consent: str | None = None,
     ) -> None:
-        """Record a call that succeeded; `alone` when no other call is running (see `HistoryStore.write`);
+        """Record a call that succeeded; `tool` the tool it called (None: none, such as a run's), whose schema
+        marks the sensitive fields; `alone` when no other call is running (see `HistoryStore.write`);
         `consent` how the consent question it asked ended (see `Record.consent`)."""
         try:
-            tool = self._tool(pending)
+            tool = self._tool(pending) if isinstance(tool, _Unknown) else tool
             args, redactor = self._args(pending, tool)
             text, truncated = excerpt(self._result(redactor, result, tool.returns if tool else None))
             record = self._record(
@@ -88,10 +113,20 @@ class Recorder:
         await self._write(record, alone)
 
     async def failed(
-        self, pending: Pending, error: AaiError, duration_ms: float, *, alone: bool = False, consent: str | None = None
+        self,
+        pending: Pending,
+        error: AaiError,
+        duration_ms: float,
+        *,
+        tool: Tool | _Unknown | None = UNKNOWN,
+        alone: bool = False,
+        consent: str | None = None,
     ) -> None:
         try:
-            record = self._error(pending, duration_ms, error.code, error.type, error.detail, consent=consent)
+            found = self._tool(pending) if isinstance(tool, _Unknown) else tool
+            record = self._error(
+                pending, duration_ms, error.code, error.type, error.detail, tool=found, consent=consent
+            )
         except Exception:
             log.exception("cannot record call %s in the history", pending.call_id)
             return
@@ -101,7 +136,7 @@ class Recorder:
         """A call given up by its caller: queued without waiting, since the waiting task is being cancelled."""
         try:
             detail = "the caller cancelled the call before it ended"
-            record = self._error(pending, duration_ms, None, "CANCELLED", detail)
+            record = self._error(pending, duration_ms, None, "CANCELLED", detail, tool=self._tool(pending))
         except Exception:
             log.exception("cannot record call %s in the history", pending.call_id)
             return
@@ -112,6 +147,28 @@ class Recorder:
         pending = self.begin("", caller="", transport="", app=app, tool=tool, args=args)
         return self._args(pending, self._tool(pending))[0]
 
+    def running(self, run_id: str) -> None:
+        """A run starts: the records of its steps are committed while it goes on (see the module's account)."""
+        self._unsettled[run_id] = []
+
+    async def settle(self, run_id: str) -> None:
+        """Wait until the records of the run's steps are committed (or could not be: then said once, as for
+        any record); before the run's own record is written."""
+        unsettled = self._unsettled.pop(run_id, [])
+        for turn in unsettled:
+            try:
+                handed_over = await turn
+                if handed_over is not None:
+                    await asyncio.wrap_future(handed_over)
+            except Exception as exc:
+                self._check(exc)
+            else:
+                self._check(None)
+
+    def forsake(self, run_id: str) -> None:
+        """A run cancelled: its steps' records are committed all the same, with no one waiting for them."""
+        self._unsettled.pop(run_id, None)
+
     def _error(
         self,
         pending: Pending,
@@ -120,9 +177,10 @@ class Recorder:
         kind: str,
         detail: str,
         *,
+        tool: Tool | None,
         consent: str | None = None,
     ) -> Record:
-        args, redactor = self._args(pending, self._tool(pending))
+        args, redactor = self._args(pending, tool)
         text = shorten(redactor.text(detail), MAX_DETAIL)
         return self._record(
             pending,
@@ -172,12 +230,18 @@ class Recorder:
 
     def _tool(self, pending: Pending) -> Tool | None:
         """The tool called, for the schema that marks sensitive fields; None when the call never found it."""
+        if pending.app == RUN_APP:  # a plan or workflow, no app's tool
+            return None
         try:
             return self._find(pending.app, pending.tool)[2]
         except Exception:
             return None
 
     async def _write(self, record: Record, alone: bool) -> None:
+        steps = self._unsettled.get(record.parent) if record.parent is not None else None
+        if steps is not None:
+            steps.append(self.store.queue(record))
+            return
         try:
             await self.store.write(record, alone=alone)
         except Exception as exc:

@@ -164,14 +164,19 @@ class HistoryWriter:
         if alone and not self._queued:
             (handed_over,) = self._commit_or_hand_over([record])
         else:
-            loop = asyncio.get_running_loop()
-            turn: asyncio.Future[Future[None] | None] = loop.create_future()
-            self._queued.append((record, turn))
-            if len(self._queued) == 1:
-                loop.call_soon(self._commit_queued)
-            handed_over = await turn
+            handed_over = await self.queue(record)
         if handed_over is not None:
             await asyncio.wrap_future(handed_over)
+
+    def queue(self, record: Record) -> asyncio.Future[Future[None] | None]:
+        """Commit `record` on the event loop just after this turn, with the records of the other calls that
+        end in it; done then, holding the writer thread's future when the loop handed the records over."""
+        loop = asyncio.get_running_loop()
+        turn: asyncio.Future[Future[None] | None] = loop.create_future()
+        self._queued.append((record, turn))
+        if len(self._queued) == 1:
+            loop.call_soon(self._commit_queued)
+        return turn
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every record submitted so far is committed."""
@@ -195,6 +200,8 @@ class HistoryWriter:
             atexit.unregister(self.close)
 
     async def aclose(self) -> None:
+        if self._queued:  # not committed yet by the loop: now, before the writer stops
+            self._commit_queued()
         await asyncio.to_thread(self.close)
 
     def trouble(self) -> Trouble | None:
