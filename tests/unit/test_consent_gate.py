@@ -11,6 +11,7 @@ import pytest
 
 from aai_gateway.config import ConsentRule, Settings
 from aai_gateway.consent import Answer, ConsentGate, Question, command
+from aai_gateway.consent.gate import MAX_VERDICTS
 from aai_gateway.consent.summary import summarize
 from aai_gateway.descriptor import Annotations, Binding, Descriptor, Tool
 from aai_gateway.descriptor.model import Name
@@ -307,3 +308,17 @@ async def test_how_each_question_ended_is_told_for_the_history(tmp_path: Path) -
     held.store.decide(pending.id, Answer.ONCE)
     await call
     assert waiting == ["decided"]
+
+
+async def test_kept_verdicts_follow_the_stored_decisions_and_stay_bounded(tmp_path: Path) -> None:
+    consent = gate(tmp_path, consent_default="deny")
+    with pytest.raises(PermissionDenied):
+        await consent.check("Claude", APP, TOOL, {})
+    ConsentGate(consent.settings).store.allow("dev.aai.notes", "Claude", "add_note")  # as another process would
+    await consent.check("Claude", APP, TOOL, {})
+    ConsentGate(consent.settings).store.deny("dev.aai.notes", "Claude", "add_note")
+    with pytest.raises(PermissionDenied):
+        await consent.check("Claude", APP, TOOL, {})
+    for n in range(5000):  # callers name themselves: any number of them
+        consent.verdict(f"caller {n}", "dev.aai.notes", "add_note")
+    assert len(consent._verdicts) <= MAX_VERDICTS

@@ -11,7 +11,7 @@ from typing import Any
 
 from aai_gateway.config import Settings
 from aai_gateway.consent.policy import ANSWER_TITLES, Answer, Grant, Verdict, decide
-from aai_gateway.consent.store import ConsentStore
+from aai_gateway.consent.store import ConsentStore, State
 from aai_gateway.consent.summary import as_text, safe, summarize
 from aai_gateway.descriptor import Descriptor, Tool
 from aai_gateway.errors import ConsentRequired, PermissionDenied
@@ -19,6 +19,8 @@ from aai_gateway.errors import ConsentRequired, PermissionDenied
 CONSENT_FILE = "consent.json"
 UI_PATH = "/ui/consent"
 HOLD_POLL = 0.2
+MAX_VERDICTS = 4096
+"""Verdicts kept at most; callers name themselves, so there may be any number of them."""
 """Seconds between looks at the decisions while a call waits for one (the CLI decides from another process)."""
 
 
@@ -72,6 +74,9 @@ class ConsentGate:
         self.settings = settings
         self.store = store or ConsentStore(settings.aai_home / CONSENT_FILE)
         self.ui_url: str | None = None
+        self._verdicts: dict[tuple[str, str, str, bool, bool, bool], Verdict] = {}
+        self._verdicts_of: tuple[Settings, State] | None = None
+        """The settings and stored decisions the kept verdicts were worked out from."""
 
     def verdict(
         self,
@@ -83,9 +88,19 @@ class ConsentGate:
         read_only: bool = False,
         destructive: bool = False,
     ) -> Verdict:
-        settings = self.settings
-        return decide(
-            self.store.decisions(),
+        """How a call is to be decided; worked out once for the same call while the config and the stored
+        decisions stay the same (a verdict that uses a one-time decision is worked out every time)."""
+        settings, state = self.settings, self.store.state()
+        kept = self._verdicts_of
+        if kept is None or kept[0] is not settings or kept[1] is not state or len(self._verdicts) >= MAX_VERDICTS:
+            self._verdicts.clear()
+            self._verdicts_of = (settings, state)
+        key = (caller, app, tool, trusted, read_only, destructive)
+        found = self._verdicts.get(key)
+        if found is not None:
+            return found
+        found = decide(
+            state.decisions,
             settings.consent_rules,
             settings.consent_default,
             caller=caller,
@@ -96,6 +111,9 @@ class ConsentGate:
             destructive=destructive,
             read_only_default=settings.consent_read_only,
         )
+        if found.grant is None or not found.grant.once:
+            self._verdicts[key] = found
+        return found
 
     async def check(
         self,

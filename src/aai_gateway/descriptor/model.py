@@ -173,9 +173,17 @@ class Binding:
     tools: tuple[Tool, ...]
     options: Mapping[str, Any] = field(default_factory=dict)
     auth: Mapping[str, Any] | None = None
+    _by_name: dict[str, Tool] = field(init=False, repr=False, compare=False)
+    """Each tool by its name (the first of a name, as a search in order finds it): a call looks its tool up."""
+
+    def __post_init__(self) -> None:
+        by_name: dict[str, Tool] = {}
+        for tool in self.tools:
+            by_name.setdefault(tool.name, tool)
+        object.__setattr__(self, "_by_name", by_name)
 
     def tool(self, name: str) -> Tool | None:
-        return next((t for t in self.tools if t.name == name), None)
+        return self._by_name.get(name)
 
 
 @dataclass(frozen=True, slots=True)
