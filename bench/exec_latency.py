@@ -14,6 +14,11 @@ Beside it, in the same run: a bare JSON-lines relay with no features (bench/peer
 the bus, nothing else) and the peer a user would write instead (bench/peers/sdk_echo.py: one MCP SDK
 `MCPServer` for the app), over stdio and HTTP; the last lines give the gateway's ratios to each.
 
+Over HTTP both servers are driven by the SDK client and by a raw one (bench/raw_http.py). With 16
+calls in flight the SDK client's own process is the bottleneck: it spends ~0.86 ms of CPU a call on
+the gateway and ~1.2 ms on the peer (the peer answers with event streams), more than either server,
+so its rates compare the clients as much as the servers. The raw client's rows compare the servers.
+
 Each gateway gets an AAI home of its own, as one agent's gateway has: gateways sharing a home
 wake each other's file watchers with every log line and history commit (~17 us of CPU each per
 call, measured), which `--shared-home` shows.
@@ -37,6 +42,7 @@ from pathlib import Path
 from dbus_fast.aio import MessageBus
 
 from bench.direct import echo
+from bench.raw_http import raw_http_session
 from tests.e2e.mcp_client import http_session, stdio_session, web_gateway
 from tests.e2e.raw_client import raw_session
 from tests.support import TEST_APPS, Bus, echo_home, running, start_app
@@ -50,14 +56,17 @@ GATEWAY = "aai:exec stdio, raw"
 PEER = "SDK peer stdio, raw"
 WEB = "aai:exec HTTP, SDK client"
 WEB_PEER = "SDK peer HTTP, SDK client"
+WEB_RAW = "aai:exec HTTP, raw"
+WEB_PEER_RAW = "SDK peer HTTP, raw"
 RAW_CALLER = "bench-raw"
 IN_FLIGHT = 16
 
 Call = Callable[[], Awaitable[object]]
 
 
-async def throughput(call: Call, calls: int, in_flight: int = IN_FLIGHT) -> float:
-    """Calls per second with `in_flight` calls outstanding at all times."""
+async def throughput(call: Call, calls: int, in_flight: int = IN_FLIGHT) -> tuple[float, float]:
+    """Calls per second with `in_flight` calls outstanding at all times, and this process's CPU a call
+    in microseconds (the client's own cost: a client near a whole core's worth is what limits the rate)."""
     remaining = calls
 
     async def worker() -> None:
@@ -66,9 +75,9 @@ async def throughput(call: Call, calls: int, in_flight: int = IN_FLIGHT) -> floa
             remaining -= 1
             await call()
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(worker() for _ in range(in_flight)))
-    return calls / (time.perf_counter() - started)
+    return calls / (time.perf_counter() - started), (time.process_time() - cpu) * 1e6 / calls
 
 
 async def measure(call: Call, calls: int, warmup: int) -> list[float]:
@@ -89,12 +98,15 @@ class Figures:
         self.p50: dict[str, list[float]] = {}
         self.p99: dict[str, list[float]] = {}
         self.rates: dict[str, list[float]] = {}
+        self.client_cpu: dict[str, list[float]] = {}
 
     async def take(self, name: str, call: Call, calls: int, warmup: int) -> None:
         times = await measure(call, calls, warmup)
         self.p50.setdefault(name, []).append(statistics.median(times))
         self.p99.setdefault(name, []).append(statistics.quantiles(times, n=100)[98])
-        self.rates.setdefault(name, []).append(await throughput(call, calls))
+        rate, cpu = await throughput(call, calls)
+        self.rates.setdefault(name, []).append(rate)
+        self.client_cpu.setdefault(name, []).append(cpu)
 
     def report(self) -> str:
         base = statistics.median(self.p50[DIRECT])
@@ -110,13 +122,20 @@ class Figures:
         for name, rates in self.rates.items():
             rate = statistics.median(rates)
             spread = f"{min(rates):.0f}-{max(rates):.0f}"
-            lines.append(f"{name:<26} {rate:8.0f} calls/s {spread:>13}   {rate / base_rate:5.2f}x of direct")
+            cpu = statistics.median(self.client_cpu[name])
+            lines.append(
+                f"{name:<26} {rate:8.0f} calls/s {spread:>13}   {rate / base_rate:5.2f}x of direct"
+                f"   client CPU {cpu:5.0f} us a call"
+            )
         lines.append("\nthe gateway against the bare relay and the SDK peer, round by round:")
         lines.append(f"  stdio p50 over direct: {self._each(GATEWAY, DIRECT, self.p50, over=True)} ms")
         lines.append(f"  stdio, {IN_FLIGHT} in flight, over the relay: {self._each(GATEWAY, RELAY, self.rates)}x")
         lines.append(f"  stdio, {IN_FLIGHT} in flight, over the SDK peer: {self._each(GATEWAY, PEER, self.rates)}x")
         if WEB in self.rates and WEB_PEER in self.rates:
             lines.append(f"  HTTP, {IN_FLIGHT} in flight, over the SDK peer: {self._each(WEB, WEB_PEER, self.rates)}x")
+        if WEB_RAW in self.rates and WEB_PEER_RAW in self.rates:
+            each = self._each(WEB_RAW, WEB_PEER_RAW, self.rates)
+            lines.append(f"  HTTP, {IN_FLIGHT} in flight, raw client, over the SDK peer: {each}x")
         return "\n".join(lines)
 
     @staticmethod
@@ -176,20 +195,22 @@ async def main(calls: int, warmup: int, rounds: int, http: bool, shared_home: bo
                 async with AsyncExitStack() as sessions:
                     raw = await sessions.enter_async_context(raw_session(env_of("raw"), work / "raw.log", RAW_CALLER))
                     sdk = await sessions.enter_async_context(stdio_session(env_of("sdk"), work / "stdio.log"))
-                    web = None
+                    web = web_raw = None
                     if http:
                         url = sessions.enter_context(web_gateway(env_of("web"), work / "web.log"))
                         web = await sessions.enter_async_context(http_session(url))
+                        web_raw = await sessions.enter_async_context(raw_http_session(url, RAW_CALLER))
                     relay = await sessions.enter_async_context(
                         raw_session(bus.env(), work / "relay.log", RAW_CALLER, command=peer("relay.py"))
                     )
                     sdk_peer = await sessions.enter_async_context(
                         raw_session(bus.env(), work / "peer.log", RAW_CALLER, command=peer("sdk_echo.py", "stdio"))
                     )
-                    web_peer = None
+                    web_peer = web_peer_raw = None
                     if http:
                         peer_url = sessions.enter_context(http_peer(bus.env(), work / "peer-http.log"))
                         web_peer = await sessions.enter_async_context(http_session(peer_url))
+                        web_peer_raw = await sessions.enter_async_context(raw_http_session(peer_url, RAW_CALLER))
                     raw_exec = partial(raw.request, "tools/call", RAW_EXEC)
                     for _ in range(rounds):
                         await figures.take(DIRECT, direct_echo, calls, warmup)
@@ -200,6 +221,10 @@ async def main(calls: int, warmup: int, rounds: int, http: bool, shared_home: bo
                         if web is not None and web_peer is not None:
                             await figures.take(WEB, partial(web.call_tool, *EXEC), calls, warmup)
                             await figures.take(WEB_PEER, partial(web_peer.call_tool, *EXEC), calls, warmup)
+                        if web_raw is not None and web_peer_raw is not None:
+                            await figures.take(WEB_RAW, partial(web_raw.request, "tools/call", RAW_EXEC), calls, warmup)
+                            raw_peer = partial(web_peer_raw.request, "tools/call", RAW_EXEC)
+                            await figures.take(WEB_PEER_RAW, raw_peer, calls, warmup)
                 direct.disconnect()
                 print(f"{rounds} rounds of {calls} calls each after {warmup} warm-up calls; echo of a 5-byte string\n")
                 print(figures.report())
