@@ -146,8 +146,7 @@ class Calls:
             if work is None:
                 calling = self._call(app_id, tool_name, args, caller, late, asked=asked.append, found=found.append)
             else:
-                self._recorder.running(call_id)
-                calling = self._settled(call_id, work(asked.append))
+                calling = self._settled(call_id, work, asked.append)
             result = await self._counted(asked_by(caller.name, caller.ask, calling))
         except (AaiError, Unsuccessful) as raised:
             exc = raised.error if isinstance(raised, Unsuccessful) else raised
@@ -173,10 +172,13 @@ class Calls:
         await self._recorder.ok(pending, result, elapsed, tool=found[0], alone=not self._running, consent=_asked(asked))
         return result
 
-    async def _settled(self, run_id: str, working: Awaitable[Any]) -> Any:
+    async def _settled(
+        self, run_id: str, work: Callable[[Callable[[str], None]], Awaitable[Any]], asked: Callable[[str], None]
+    ) -> Any:
         """A run's work, ended once the records of its steps are committed (see history/recorder.py)."""
+        self._recorder.running(run_id)
         try:
-            result = await working
+            result = await work(asked)
         except asyncio.CancelledError:
             self._recorder.forsake(run_id)
             raise
