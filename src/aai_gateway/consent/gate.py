@@ -19,9 +19,9 @@ from aai_gateway.errors import ConsentRequired, PermissionDenied
 CONSENT_FILE = "consent.json"
 UI_PATH = "/ui/consent"
 HOLD_POLL = 0.2
+"""Seconds between looks at the decisions while a call waits for one (the CLI decides from another process)."""
 MAX_VERDICTS = 4096
 """Verdicts kept at most; callers name themselves, so there may be any number of them."""
-"""Seconds between looks at the decisions while a call waits for one (the CLI decides from another process)."""
 
 
 @dataclass(frozen=True, slots=True)
