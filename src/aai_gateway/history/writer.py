@@ -202,6 +202,7 @@ class HistoryWriter:
     async def aclose(self) -> None:
         if self._queued:  # not committed yet by the loop: now, before the writer stops
             self._commit_queued()
+        self._close_here()  # here, on the loop that uses it, not in the thread that stops the writer
         await asyncio.to_thread(self.close)
 
     def trouble(self) -> Trouble | None:
@@ -230,6 +231,8 @@ class HistoryWriter:
     def _commit_queued(self) -> None:
         """The records of the calls that ended in this turn of the loop, in one transaction."""
         queued, self._queued = self._queued, []
+        if not queued:  # committed already (by `aclose`)
+            return
         handed_over = self._commit_or_hand_over([record for record, _ in queued])
         for (_, turn), writer in zip(queued, handed_over, strict=True):
             if not turn.done():  # its call was cancelled: the record is committed all the same
