@@ -4,6 +4,7 @@ fields, the listing's entries, retention of a run with its steps, and the statis
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import sqlite3
 from collections.abc import Iterator
@@ -277,7 +278,8 @@ def test_a_steps_record_is_committed_after_its_turn_and_the_run_waits_for_it(sto
     recorder = Recorder(store, Redactor(), nowhere)
 
     async def run() -> None:
-        recorder.running("r")
+        run = recorder.begin("r", caller="c", transport="stdio", app=RUN_APP, tool="plan", args={})
+        recorder.running(run, None)
         pending = recorder.begin("s0", caller="c", transport="stdio", app="x", tool="y", args={}, parent="r", step="a")
         await recorder.ok(pending, "done", 1.0, tool=None)
         assert store.get("s0") is None, "the run goes on before its step's record is committed"
@@ -288,7 +290,6 @@ def test_a_steps_record_is_committed_after_its_turn_and_the_run_waits_for_it(sto
         await recorder.failed(failed, AutomationFailed("no"), 1.0, tool=None)
         await recorder.settle("r")
         assert store.get("s1") is not None, "every step is committed once the run has settled"
-        run = recorder.begin("r", caller="c", transport="stdio", app=RUN_APP, tool="plan", args={})
         await recorder.ok(run, {"status": "ok"}, 2.0, tool=None)
 
     asyncio.run(run())
@@ -301,7 +302,7 @@ def test_a_cancelled_runs_steps_are_committed_all_the_same(store: HistoryStore) 
     recorder = Recorder(store, Redactor(), nowhere)
 
     async def run() -> None:
-        recorder.running("r")
+        recorder.running(recorder.begin("r", caller="c", transport="stdio", app=RUN_APP, tool="plan", args={}), None)
         pending = recorder.begin("s0", caller="c", transport="stdio", app="x", tool="y", args={}, parent="r", step="a")
         await recorder.ok(pending, "done", 1.0, tool=None)
         recorder.forsake("r")
@@ -339,3 +340,35 @@ def test_the_recorder_masks_by_the_tool_it_is_given_and_looks_up_no_run() -> Non
     asyncio.run(run())
     assert written[0].args == {"pin": MASK}, "masked by the schema of the tool given, not looked up"
     assert looked == [("x", "unlock")], "only a call whose tool is not told is looked up; a run never"
+
+
+def test_what_a_run_hides_is_cut_out_of_its_steps_and_runs_within_it(store: HistoryStore) -> None:
+    recorder = Recorder(store, Redactor(), nowhere)
+    schema = {"type": "object", "properties": {"inputs": {"properties": {"pin": {"x-sensitive": True}}}}}
+    described = Tool(name="unlock", description="", parameters=schema)
+
+    async def run() -> None:
+        outer = recorder.begin(
+            "r", caller="c", transport="stdio", app=RUN_APP, tool="unlock", args={"inputs": {"pin": "4711-x"}}
+        )
+        recorder.running(outer, described)
+        inner = recorder.begin(
+            "r2", caller="c", transport="stdio", app=RUN_APP, tool="inner", args={"code": "4711-x"}, parent="r"
+        )
+        recorder.running(inner, None)
+        step = recorder.begin(
+            "s", caller="c", transport="stdio", app="x", tool="y", args={"text": "pin 4711-x"}, parent="r2"
+        )
+        await recorder.ok(step, "said 4711-x", 1.0, tool=None)
+        await recorder.settle("r2")
+        await recorder.ok(inner, {"said": "4711-x"}, 1.0, tool=None)
+        await recorder.settle("r")
+        await recorder.ok(outer, {"status": "ok"}, 2.0, tool=described)
+
+    asyncio.run(run())
+    kept = [store.get(call_id) for call_id in ("r", "r2", "s")]
+    assert all(k is not None for k in kept)
+    assert "4711-x" not in json.dumps([[k.args, k.result] for k in kept if k is not None])
+    outer_record = kept[0]
+    assert outer_record is not None
+    assert outer_record.args == {"inputs": {"pin": MASK}}

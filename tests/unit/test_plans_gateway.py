@@ -3,12 +3,14 @@ every problem found before anything runs."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from aai_gateway.errors import InvalidParams
+from aai_gateway.history.redact import MASK
 from aai_gateway.service import Caller, Gateway
 
 pytestmark = pytest.mark.anyio
@@ -224,3 +226,38 @@ async def test_a_tool_checked_again_keeps_apart_the_arguments_each_step_builds(e
     assert fine["output"] == 3
     with pytest.raises(InvalidParams, match=r"steps\[id=wrong\]\.args"):
         await run(echo_gateway, {"steps": [*plan["steps"][:2], step("wrong", "add", a="${steps.first.result}", b="x")]})
+
+
+async def test_a_workflows_sensitive_input_is_hidden_in_its_run_and_its_steps(echo_gateway: Gateway) -> None:
+    secret = "SECRET-4711"
+    folder = echo_gateway.settings.aai_home / "workflows"
+    folder.mkdir(exist_ok=True)
+    pin = {"type": "string", "x-sensitive": True}
+    workflow = {
+        "name": "Unlock",
+        "inputs": {"type": "object", "properties": {"pin": pin, "room": {"type": "string"}}, "required": ["pin"]},
+        "steps": [step("say", "echo", text="${inputs.pin}"), step("where", "echo", text="${inputs.room}")],
+    }
+    (folder / "unlock.json").write_text(json.dumps(workflow))
+    echo_gateway.rescan()
+    answer = await echo_gateway.call("aai.workflows", "unlock", {"pin": secret, "room": "hall"}, CLI)
+    assert answer["steps"][0]["result"] == secret, "the caller gets what the steps gave"
+    echo_gateway.calls.history.flush()
+    records = {r.step or r.app: r for r in echo_gateway.calls.history.query()}
+    run_record = records["aai.workflows"]
+    assert run_record.args == {"steps": 2, "inputs": {"pin": MASK, "room": "hall"}}
+    assert run_record.result is not None
+    assert json.loads(run_record.result)["status"] == "ok", "the run keeps its report as JSON"
+    for kept in records.values():
+        assert secret not in json.dumps([kept.args, kept.result, kept.error_detail]), kept
+    assert records["say"].args == {"text": MASK}
+    assert records["where"].args == {"text": "hall"}, "what the inputs' schema does not mark stays"
+
+
+async def test_a_plans_record_keeps_its_report_as_json(echo_gateway: Gateway) -> None:
+    await run(echo_gateway, {"steps": [step("say", "echo", text="hi")], "output": "${steps.say.result}"})
+    echo_gateway.calls.history.flush()
+    (run_record,) = echo_gateway.calls.history.query(app="aai.workflows")
+    assert run_record.result is not None
+    kept = json.loads(run_record.result)
+    assert (kept["status"], kept["output"], kept["steps"][0]["result"]) == ("ok", "hi", "hi")

@@ -23,7 +23,7 @@ from aai_gateway.descriptor.argument_check import ArgumentCheck
 from aai_gateway.errors import AaiError, AutomationFailed, InvalidParams, Timeout
 from aai_gateway.executors import ToolCall
 from aai_gateway.history import HistoryStore, Recorder, Redactor, known_secrets
-from aai_gateway.history.recorder import UNKNOWN
+from aai_gateway.history.recorder import UNKNOWN, Pending
 from aai_gateway.memo import PerObject
 from aai_gateway.telemetry import start as start_telemetry
 from aai_gateway.text import printable, unencodable
@@ -101,17 +101,27 @@ class Calls:
         args: Mapping[str, Any],
         caller: Caller,
         work: Callable[[str], Awaitable[Any]],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        kept: Callable[[Any], Any] | None = None,
     ) -> Any:
         """`work` (a plan) recorded as one call of `app_id`'s `tool_name`; it is given the record's id, which
         the records of the calls it makes name as their parent. Work that raises `Unsuccessful` is recorded as
-        failed, and its value returned."""
+        failed, and its value returned.
+
+        `schema` describes `args`: what it marks sensitive is masked in the record and cut out of the records
+        of the calls the work makes (a saved workflow's inputs flow into its steps). `kept` is what the record
+        keeps of the work's value, by default the value itself."""
         call_id = os.urandom(6).hex()
 
         def working(asked: Callable[[str], None]) -> Awaitable[Any]:
             return work(call_id)
 
+        described = Tool(name=tool_name, description="", parameters=schema) if schema is not None else None
         try:
-            return await self._recorded(call_id, app_id, tool_name, args, caller, work=working)
+            return await self._recorded(
+                call_id, app_id, tool_name, args, caller, work=working, described=described, kept=kept
+            )
         except Unsuccessful as ended:
             return ended.value
 
@@ -124,6 +134,8 @@ class Calls:
         caller: Caller,
         *,
         work: Callable[[Callable[[str], None]], Awaitable[Any]] | None = None,
+        described: Tool | None = None,
+        kept: Callable[[Any], Any] | None = None,
     ) -> Any:
         shown_app, shown_tool = printable(app_id), printable(tool_name)  # what the log and history can write
         where = (call_id, caller.name, shown_app, shown_tool)
@@ -140,13 +152,13 @@ class Calls:
         started = time.perf_counter()
         late = time.monotonic() - caller.arrived if caller.arrived is not None else 0.0
         asked: list[str] = []  # how the consent question this call asked ended, if it asked one
-        found: list[Tool | None] = [] if work is None else [None]  # the tool called, once found; a run has none
+        found: list[Tool | None] = [] if work is None else [described]  # the tool called, once found
         try:
             calling: Awaitable[Any]
             if work is None:
                 calling = self._call(app_id, tool_name, args, caller, late, asked=asked.append, found=found.append)
             else:
-                calling = self._settled(call_id, work, asked.append)
+                calling = self._settled(pending, described, work, asked.append)
             result = await self._counted(asked_by(caller.name, caller.ask, calling))
         except (AaiError, Unsuccessful) as raised:
             exc = raised.error if isinstance(raised, Unsuccessful) else raised
@@ -169,14 +181,22 @@ class Calls:
             raise failure from exc
         elapsed = _ms(started)
         _after_answer("call %s %s %s:%s ok in %.1f ms", *where, elapsed)
-        await self._recorder.ok(pending, result, elapsed, tool=found[0], alone=not self._running, consent=_asked(asked))
+        recorded = result if kept is None else kept(result)
+        await self._recorder.ok(
+            pending, recorded, elapsed, tool=found[0], alone=not self._running, consent=_asked(asked)
+        )
         return result
 
     async def _settled(
-        self, run_id: str, work: Callable[[Callable[[str], None]], Awaitable[Any]], asked: Callable[[str], None]
+        self,
+        run: Pending,
+        described: Tool | None,
+        work: Callable[[Callable[[str], None]], Awaitable[Any]],
+        asked: Callable[[str], None],
     ) -> Any:
         """A run's work, ended once the records of its steps are committed (see history/recorder.py)."""
-        self._recorder.running(run_id)
+        run_id = run.call_id
+        self._recorder.running(run, described)
         try:
             result = await work(asked)
         except asyncio.CancelledError:

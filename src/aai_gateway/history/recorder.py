@@ -3,7 +3,9 @@
 The steps of a run (a plan or a saved workflow) are the exception: their answers go to the run, not to a
 client. A step's record is queued as the step ends and the run goes on at once; the record is committed
 just after that turn of the event loop, while the next step's app works on its call. The run waits for
-every one of them before its own record, and so before its answer (`running`, `settle`).
+every one of them before its own record, and so before its answer (`running`, `settle`). What the run's
+own arguments hide (a saved workflow's inputs its schema marks sensitive) is cut out of its steps'
+records too, since the steps' arguments are built from them.
 """
 
 from __future__ import annotations
@@ -43,6 +45,14 @@ UNKNOWN: Final = _Unknown()
 
 
 @dataclass(frozen=True, slots=True)
+class _Run:
+    steps: list[asyncio.Future[Future[None] | None]]
+    """The records of its steps not known to be committed yet."""
+    redactor: Redactor
+    """The recorder's redactor, also cutting out what the run's arguments hide."""
+
+
+@dataclass(frozen=True, slots=True)
 class Pending:
     call_id: str
     caller: str
@@ -65,8 +75,8 @@ class Recorder:
         self.redactor = redactor
         self._find = find
         self._failing = False
-        self._unsettled: dict[str, list[asyncio.Future[Future[None] | None]]] = {}
-        """The records of the steps of each run under way (by the run's call id) not known to be committed."""
+        self._runs: dict[str, _Run] = {}
+        """The runs under way, by call id."""
 
     def begin(
         self,
@@ -147,15 +157,17 @@ class Recorder:
         pending = self.begin("", caller="", transport="", app=app, tool=tool, args=args)
         return self._args(pending, self._tool(pending))[0]
 
-    def running(self, run_id: str) -> None:
-        """A run starts: the records of its steps are committed while it goes on (see the module's account)."""
-        self._unsettled[run_id] = []
+    def running(self, run: Pending, tool: Tool | None) -> None:
+        """`run` starts, its arguments described by `tool`: the records of its steps are committed while it goes
+        on, and what its arguments hide is cut out of them (see the module's account)."""
+        _, redactor = self._args(run, tool)
+        self._runs[run.call_id] = _Run([], redactor)
 
     async def settle(self, run_id: str) -> None:
         """Wait until the records of the run's steps are committed (or could not be: then said once, as for
         any record); before the run's own record is written."""
-        unsettled = self._unsettled.pop(run_id, [])
-        for turn in unsettled:
+        run = self._runs.pop(run_id, None)
+        for turn in run.steps if run is not None else []:
             try:
                 handed_over = await turn
                 if handed_over is not None:
@@ -167,7 +179,7 @@ class Recorder:
 
     def forsake(self, run_id: str) -> None:
         """A run cancelled: its steps' records are committed all the same, with no one waiting for them."""
-        self._unsettled.pop(run_id, None)
+        self._runs.pop(run_id, None)
 
     def _error(
         self,
@@ -196,9 +208,11 @@ class Recorder:
     def _args(self, pending: Pending, tool: Tool | None) -> tuple[Any, Redactor]:
         """The redacted arguments, and a redactor that also cuts the values it masked out of other text
         (an app echoing a password in its result or error)."""
+        run = self._runs.get(pending.parent) if pending.parent is not None else None
+        redactor = run.redactor if run is not None else self.redactor
         hidden: list[str] = []
-        args = self.redactor.value(pending.args, tool.parameters if tool else None, hidden=hidden)
-        return args, self.redactor.also(hidden) if hidden else self.redactor
+        args = redactor.value(pending.args, tool.parameters if tool else None, hidden=hidden)
+        return args, redactor.also(hidden) if hidden else redactor
 
     def _record(self, pending: Pending, args: Any, status: Any, duration_ms: float, **more: Any) -> Record:
         return Record(
@@ -238,9 +252,9 @@ class Recorder:
             return None
 
     async def _write(self, record: Record, alone: bool) -> None:
-        steps = self._unsettled.get(record.parent) if record.parent is not None else None
-        if steps is not None:
-            steps.append(self.store.queue(record))
+        run = self._runs.get(record.parent) if record.parent is not None else None
+        if run is not None:
+            run.steps.append(self.store.queue(record))
             return
         try:
             await self.store.write(record, alone=alone)

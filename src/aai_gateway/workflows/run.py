@@ -37,9 +37,19 @@ async def run_plan(raw: Any, calls: Calls, caller: Caller, *, name: str = "plan"
 
 
 async def run_checked(
-    plan: Plan, calls: Calls, caller: Caller, *, name: str, title: str, problems: Problems | None = None
+    plan: Plan,
+    calls: Calls,
+    caller: Caller,
+    *,
+    name: str,
+    title: str,
+    problems: Problems | None = None,
+    inputs: Mapping[str, Any] | None = None,
 ) -> Report:
+    """`plan` run and recorded; `inputs` the JSON Schema of its inputs, whose sensitive fields its records
+    mask."""
     problems = problems or Problems()
+    schema = recorded_schema(inputs)
     recorded = {"steps": len(plan.steps), "inputs": dict(plan.inputs)}
     if plan.event is not None:
         recorded["event"] = kept_event(plan.event)
@@ -49,7 +59,7 @@ async def run_checked(
         ask = await agree(title, found.all(), calls, caller)
     except AaiError as exc:
         if plan.event is not None:  # a triggered run has nobody to tell: its record says why it did not run
-            await refused(calls, name, recorded, caller, exc)
+            await refused(calls, name, recorded, caller, exc, schema=schema)
         raise
     if caller.begun is not None:
         caller.begun()
@@ -61,7 +71,7 @@ async def run_checked(
             raise Unsuccessful(AutomationFailed(text(report)[:2000]), report)
         return report
 
-    report: Report = await calls.run(WORKFLOWS_APP, name, recorded, caller, work)
+    report: Report = await calls.run(WORKFLOWS_APP, name, recorded, caller, work, schema=schema, kept=Report.to_json)
     return report
 
 
@@ -75,7 +85,8 @@ async def run_saved(
         await calls.check_args(tool, args)
     except AaiError as exc:
         if event is not None:
-            await refused(calls, saved.id, {"inputs": dict(args), "event": kept_event(event)}, caller, exc)
+            recorded = {"inputs": dict(args), "event": kept_event(event)}
+            await refused(calls, saved.id, recorded, caller, exc, schema=recorded_schema(saved.inputs))
         raise
     defaults = {
         name: spec["default"]
@@ -83,7 +94,16 @@ async def run_saved(
         if isinstance(spec, Mapping) and "default" in spec and name not in args
     }
     plan = replace(saved.plan, inputs={**defaults, **args}, event=event)
-    return await run_checked(plan, calls, caller, name=saved.id, title=f"workflow {saved.id}")
+    return await run_checked(plan, calls, caller, name=saved.id, title=f"workflow {saved.id}", inputs=saved.inputs)
+
+
+def recorded_schema(inputs: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The schema of a run's record's arguments (`{steps, inputs, event}`) given that of its inputs; the
+    inputs' definitions come along, so that their `$ref`s read the same from the record's root."""
+    if not inputs:
+        return None
+    shared = {key: inputs[key] for key in ("$defs", "definitions") if key in inputs}
+    return {"type": "object", "properties": {"inputs": dict(inputs)}, **shared}
 
 
 def kept_event(event: Any) -> Any:
@@ -104,14 +124,22 @@ def _kept(value: Any) -> Any:
     return value if size <= MOST_EVENT else {"note": f"{size:,} bytes, not kept"}
 
 
-async def refused(calls: Calls, name: str, recorded: Mapping[str, Any], caller: Caller, error: AaiError) -> None:
+async def refused(
+    calls: Calls,
+    name: str,
+    recorded: Mapping[str, Any],
+    caller: Caller,
+    error: AaiError,
+    *,
+    schema: Mapping[str, Any] | None = None,
+) -> None:
     """Record a run that did not start, failed with `error` (which the caller raises on)."""
 
     async def failing(_: str) -> Any:
         raise error
 
     with contextlib.suppress(AaiError):
-        await calls.run(WORKFLOWS_APP, name, recorded, caller, failing)
+        await calls.run(WORKFLOWS_APP, name, recorded, caller, failing, schema=schema)
 
 
 def text(report: Report) -> str:
