@@ -372,3 +372,17 @@ def test_what_a_run_hides_is_cut_out_of_its_steps_and_runs_within_it(store: Hist
     outer_record = kept[0]
     assert outer_record is not None
     assert outer_record.args == {"inputs": {"pin": MASK}}
+
+
+def test_a_cancelled_run_masks_its_arguments_by_the_schema_it_is_given(store: HistoryStore) -> None:
+    recorder = Recorder(store, Redactor(), nowhere)
+    schema = {"type": "object", "properties": {"inputs": {"properties": {"pin": {"x-sensitive": True}}}}}
+    described = Tool(name="unlock", description="", parameters=schema)
+    run = recorder.begin(
+        "r", caller="c", transport="stdio", app=RUN_APP, tool="unlock", args={"inputs": {"pin": "4711-x"}}
+    )
+    recorder.cancelled(run, 1.0, tool=described)
+    store.flush()
+    kept = store.get("r")
+    assert kept is not None
+    assert (kept.error_type, kept.args) == ("CANCELLED", {"inputs": {"pin": MASK}})

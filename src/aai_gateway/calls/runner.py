@@ -23,7 +23,7 @@ from aai_gateway.descriptor.argument_check import ArgumentCheck
 from aai_gateway.errors import AaiError, AutomationFailed, InvalidParams, Timeout
 from aai_gateway.executors import ToolCall
 from aai_gateway.history import HistoryStore, Recorder, Redactor, known_secrets
-from aai_gateway.history.recorder import UNKNOWN, Pending
+from aai_gateway.history.recorder import UNKNOWN, Pending, Unknown
 from aai_gateway.memo import PerObject
 from aai_gateway.telemetry import start as start_telemetry
 from aai_gateway.text import printable, unencodable
@@ -152,7 +152,7 @@ class Calls:
         started = time.perf_counter()
         late = time.monotonic() - caller.arrived if caller.arrived is not None else 0.0
         asked: list[str] = []  # how the consent question this call asked ended, if it asked one
-        found: list[Tool | None] = [] if work is None else [described]  # the tool called, once found
+        found: list[Tool | Unknown | None] = [UNKNOWN if work is None else described]  # the tool called: the last
         try:
             calling: Awaitable[Any]
             if work is None:
@@ -164,26 +164,25 @@ class Calls:
             exc = raised.error if isinstance(raised, Unsuccessful) else raised
             elapsed = _ms(started)
             _after_answer("call %s %s %s:%s failed %s in %.1f ms: %s", *where, exc.type, elapsed, exc.detail)
-            tool = found[0] if found else UNKNOWN
             await self._recorder.failed(
-                pending, exc, elapsed, tool=tool, alone=not self._running, consent=_asked(asked)
+                pending, exc, elapsed, tool=found[-1], alone=not self._running, consent=_asked(asked)
             )
             raise
         except asyncio.CancelledError:
             elapsed = _ms(started)
             log.info("call %s %s %s:%s cancelled after %.1f ms", *where, elapsed)
-            self._recorder.cancelled(pending, elapsed)
+            self._recorder.cancelled(pending, elapsed, tool=found[-1])
             raise
         except Exception as exc:
             log.exception("call %s %s %s:%s crashed", *where)
             failure = AutomationFailed(f"the gateway failed unexpectedly ({type(exc).__name__}); see its log")
-            await self._recorder.failed(pending, failure, _ms(started), tool=found[0] if found else UNKNOWN)
+            await self._recorder.failed(pending, failure, _ms(started), tool=found[-1])
             raise failure from exc
         elapsed = _ms(started)
         _after_answer("call %s %s %s:%s ok in %.1f ms", *where, elapsed)
         recorded = result if kept is None else kept(result)
         await self._recorder.ok(
-            pending, recorded, elapsed, tool=found[0], alone=not self._running, consent=_asked(asked)
+            pending, recorded, elapsed, tool=found[-1], alone=not self._running, consent=_asked(asked)
         )
         return result
 

@@ -37,11 +37,11 @@ MAX_PARSED = 1_000_000
 Find = Callable[[str, str], tuple[Any, Any, Tool]]
 
 
-class _Unknown:
+class Unknown:
     """The tool of a call not told: the recorder looks it up by the call's app and tool."""
 
 
-UNKNOWN: Final = _Unknown()
+UNKNOWN: Final = Unknown()
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,7 @@ class Recorder:
         result: Any,
         duration_ms: float,
         *,
-        tool: Tool | _Unknown | None = UNKNOWN,
+        tool: Tool | Unknown | None = UNKNOWN,
         alone: bool = False,
         consent: str | None = None,
     ) -> None:
@@ -111,7 +111,7 @@ class Recorder:
         marks the sensitive fields; `alone` when no other call is running (see `HistoryStore.write`);
         `consent` how the consent question it asked ended (see `Record.consent`)."""
         try:
-            tool = self._tool(pending) if isinstance(tool, _Unknown) else tool
+            tool = self._tool(pending) if isinstance(tool, Unknown) else tool
             args, redactor = self._args(pending, tool)
             text, truncated = excerpt(self._result(redactor, result, tool.returns if tool else None))
             record = self._record(
@@ -128,12 +128,12 @@ class Recorder:
         error: AaiError,
         duration_ms: float,
         *,
-        tool: Tool | _Unknown | None = UNKNOWN,
+        tool: Tool | Unknown | None = UNKNOWN,
         alone: bool = False,
         consent: str | None = None,
     ) -> None:
         try:
-            found = self._tool(pending) if isinstance(tool, _Unknown) else tool
+            found = self._tool(pending) if isinstance(tool, Unknown) else tool
             record = self._error(
                 pending, duration_ms, error.code, error.type, error.detail, tool=found, consent=consent
             )
@@ -142,11 +142,12 @@ class Recorder:
             return
         await self._write(record, alone)
 
-    def cancelled(self, pending: Pending, duration_ms: float) -> None:
+    def cancelled(self, pending: Pending, duration_ms: float, *, tool: Tool | Unknown | None = UNKNOWN) -> None:
         """A call given up by its caller: queued without waiting, since the waiting task is being cancelled."""
         try:
             detail = "the caller cancelled the call before it ended"
-            record = self._error(pending, duration_ms, None, "CANCELLED", detail, tool=self._tool(pending))
+            found = self._tool(pending) if isinstance(tool, Unknown) else tool
+            record = self._error(pending, duration_ms, None, "CANCELLED", detail, tool=found)
         except Exception:
             log.exception("cannot record call %s in the history", pending.call_id)
             return
