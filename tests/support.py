@@ -303,3 +303,24 @@ def served(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def committed_calls(database: Path) -> list[dict[str, Any]]:
+    """Every call record committed to the history at `database`, read without the gateway's code: the calls
+    table, the journal file beside it (JSON lines of calls-table rows, history/journal.py) and the files a
+    mover claimed from it, and schema 5's journal table; in the order of their time."""
+    import sqlite3  # noqa: PLC0415 - only the history tests read it
+
+    rows: list[dict[str, Any]] = []
+    with sqlite3.connect(database) as conn:
+        conn.row_factory = sqlite3.Row
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(calls)") if row[1] != "seq"]
+        for table in ("calls", "calls_journal"):
+            rows += [{k: row[k] for k in columns} for row in conn.execute(f"SELECT * FROM {table}")]  # noqa: S608
+    journal = database.with_suffix(".journal")
+    claimed = journal.with_name(journal.name + ".d")
+    for file in [journal, *(sorted(claimed.iterdir()) if claimed.is_dir() else [])]:
+        if file.exists():
+            lines = [line for line in file.read_bytes().split(b"\n") if line.strip()]
+            rows += [dict(zip(columns, json.loads(line), strict=True)) for line in lines]
+    return sorted(rows, key=lambda row: row["time"])

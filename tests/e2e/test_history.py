@@ -13,7 +13,7 @@ import pytest
 
 from aai_gateway.config import known_keys
 from tests.e2e.mcp_client import error_of, http_session, stdio_session, text_of, web_gateway
-from tests.support import TEST_APPS, Bus, gateway_command, install_descriptor, stop
+from tests.support import TEST_APPS, Bus, committed_calls, gateway_command, install_descriptor, stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -212,12 +212,10 @@ def test_killing_the_gateway_mid_load_keeps_every_answered_call_and_a_sound_data
     database = home / ".aai" / "history.db"
     with sqlite3.connect(database) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        columns = "SELECT args, status, caller, transport FROM"  # committed: in the calls table or in the journal
-        rows = conn.execute(f"{columns} calls UNION ALL {columns} calls_journal").fetchall()
     recorded = {}
-    for args, status, caller, transport in rows:
-        assert (caller, transport) == ("kill-test", "stdio")
-        recorded[next(iter(json.loads(args).values()))] = status
+    for row in committed_calls(database):  # committed: in the calls table or in the journal
+        assert (row["caller"], row["transport"]) == ("kill-test", "stdio")
+        recorded[next(iter(json.loads(row["args"]).values()))] = row["status"]
     for i, succeeded in answered.items():
         assert recorded.get(f"m{i}") == ("ok" if succeeded else "error"), f"call {i} was answered but not recorded"
     assert sum(1 for ok in answered.values() if not ok) >= kill_after // 4 - 1

@@ -11,7 +11,6 @@ import base64
 import contextlib
 import json
 import os
-import sqlite3
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,7 +32,7 @@ from aai_gateway.web import UI_PATH
 from tests.e2e.mcp_client import error_of, stdio_session, text_of
 from tests.mcpservers.servers import descriptor, hostile, install
 from tests.mcpservers.test_mcp_apps import exec_
-from tests.support import gateway_command, served, wait_until
+from tests.support import committed_calls, gateway_command, served, wait_until
 from tests.web.ui_support import make_ui
 
 pytestmark = pytest.mark.anyio
@@ -105,16 +104,14 @@ class Home:
     def written(self) -> str:
         """Everything the gateway wrote down: its log files, its stderr, its history (the file and the CLI)."""
         logs = [p.read_text(errors="replace") for p in (self.aai / "logs").glob("gateway.log*")]
-        stored = b"".join(p.read_bytes() for p in self.aai.glob("history.db*")).decode(errors="replace")
+        files = [p for p in self.aai.glob("history.*") if p.is_file()] + list(self.aai.glob("history.journal.d/*"))
+        stored = b"".join(p.read_bytes() for p in files).decode(errors="replace")
         records = json.loads(self.cli("history", "--json"))
         shown = [self.cli("history", "show", record["id"]) for record in records]
         return "\n".join([*logs, self.stderr.read_text(errors="replace"), stored, json.dumps(records), *shown])
 
     def history(self) -> list[dict[str, Any]]:
-        with contextlib.closing(sqlite3.connect(self.aai / "history.db")) as db:
-            db.row_factory = sqlite3.Row
-            every = "SELECT * FROM calls UNION ALL SELECT * FROM calls_journal ORDER BY time"  # the journal too
-            return [dict(row) for row in db.execute(every)]
+        return committed_calls(self.aai / "history.db")  # the journal too
 
 
 SECRET_ENV = {"API_KEY": {"$env": "AAI_TEST_API_KEY"}, "TOKEN": {"$keyring": STORE_NAME}}

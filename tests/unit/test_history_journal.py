@@ -1,32 +1,41 @@
-"""The calls journal: records committed on the event loop wait there, every reader sees them, and they reach
-the calls table (once each) when counted, purged, read, or when the gateway stops or starts again."""
+"""The calls journal: records committed on the event loop wait in a file beside the database, every reader
+sees them, and they reach the calls table (once each) when counted, purged, read, or when the gateway stops
+or starts again."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
+import logging
+import os
 import sqlite3
+import stat
 from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from aai_gateway.history import HistoryStore, journal
 from aai_gateway.history import writer as writer_module
-from aai_gateway.history.rows import stored_row
+from aai_gateway.history.rows import COLUMNS, stored_row
+from tests.support import committed_calls
 from tests.unit.test_history_store import T0, make, store
 
 __all__ = ["store"]  # the fixture, shared with the store's own tests
 
 
-def tables(path: Path) -> tuple[list[str], list[str]]:
-    """The call ids in the calls table and in the journal, each in the order of their rows."""
+def calls_table(path: Path) -> list[str]:
+    """The call ids in the calls table, in the order of their rows."""
     with closing(sqlite3.connect(path)) as conn:
-        calls = [row[0] for row in conn.execute("SELECT id FROM calls ORDER BY seq")]
-        waiting = [row[0] for row in conn.execute("SELECT id FROM calls_journal ORDER BY seq")]
-    return calls, waiting
+        return [row[0] for row in conn.execute("SELECT id FROM calls ORDER BY seq")]
+
+
+def in_journal(path: Path) -> list[str]:
+    """The call ids waiting in the journal file and in files claimed from it."""
+    in_table = set(calls_table(path))
+    return [c["id"] for c in committed_calls(path) if c["id"] not in in_table]
 
 
 SECONDS = itertools.count()
@@ -44,9 +53,10 @@ def write(store: HistoryStore, *ids: str) -> None:
 
 def test_a_record_is_committed_to_the_journal_and_every_query_sees_it(store: HistoryStore) -> None:
     write(store, "a", "b")
-    assert tables(store.path) == ([], ["a", "b"])
+    assert (calls_table(store.path), in_journal(store.path)) == ([], ["a", "b"])
+    assert stat.S_IMODE(journal.file_of(store.path).stat().st_mode) == 0o600, "readable by the user alone"
     assert store.get("b") is not None
-    assert tables(store.path) == (["a", "b"], []), "the reader moved the journal into the calls table"
+    assert (calls_table(store.path), in_journal(store.path)) == (["a", "b"], []), "the reader moved it"
     write(store, "c")
     assert [r.call_id for r in store.query()] == ["c", "b", "a"]
     write(store, "d")
@@ -58,7 +68,8 @@ def test_a_record_is_committed_to_the_journal_and_every_query_sees_it(store: His
     write(store, "g")
     found = store.stats(T0 - timedelta(hours=1), T0 + timedelta(hours=1))
     assert found.calls == 7
-    assert tables(store.path) == (["a", "b", "c", "d", "e", "f", "g"], [])
+    assert calls_table(store.path) == ["a", "b", "c", "d", "e", "f", "g"]
+    assert list(journal.file_of(store.path).with_name("history.journal.d").iterdir()) == [], "moved files go"
 
 
 def test_the_writer_moves_the_journal_at_each_checkpoint_and_when_it_stops(
@@ -68,11 +79,11 @@ def test_the_writer_moves_the_journal_at_each_checkpoint_and_when_it_stops(
     ids = [f"r{n}" for n in range(12)]
     write(store, *ids)
     store.flush()
-    calls, waiting = tables(store.path)
+    calls = calls_table(store.path)
     assert len(calls) >= 5, "moved at the first checkpoint, five records in"
-    assert calls + waiting == ids
+    assert sorted(calls + in_journal(store.path)) == sorted(ids)
     store.close()
-    assert tables(store.path) == (ids, [])
+    assert (calls_table(store.path), in_journal(store.path)) == (ids, [])
 
 
 def test_a_journal_left_behind_is_moved_at_the_next_start_each_record_once(tmp_path: Path) -> None:
@@ -80,40 +91,98 @@ def test_a_journal_left_behind_is_moved_at_the_next_start_each_record_once(tmp_p
     first = HistoryStore(path)
     write(first, "kept")
     first.close()
-    with closing(sqlite3.connect(path)) as conn, conn:  # what a gateway killed after its commits leaves
-        rows = [stored_row(make(call_id)) for call_id in ("kept", "late", "late")]
-        conn.executemany(journal.INSERT, rows)
+    # What a gateway killed after its writes leaves, and a mover killed after claiming a file: a record
+    # twice, and one already in the calls table.
+    journal.file_of(path).write_bytes(journal.encoded([make("late"), make("kept")]))
+    claimed = tmp_path / "history.journal.d"
+    claimed.mkdir(exist_ok=True)
+    (claimed / "4242-left").write_bytes(journal.encoded([make("late"), make("later")]))
     second = HistoryStore(path)
     try:
         second.start()
-        assert tables(path) == (["kept", "late"], [])
+        assert sorted(calls_table(path)) == ["kept", "late", "later"]
+        assert in_journal(path) == []
+        assert list(claimed.iterdir()) == []
         found = second.stats(T0 - timedelta(hours=1), T0 + timedelta(hours=1))
-        assert found.calls == 2, "counted once each"
+        assert found.calls == 3, "counted once each"
     finally:
         second.close()
 
 
-def test_calls_ending_in_one_turn_share_one_commit_to_the_journal(
+def test_what_the_journal_table_of_schema_5_holds_is_moved_too(store: HistoryStore) -> None:
+    store.start()
+    with closing(sqlite3.connect(store.path)) as conn, conn:  # left by a gateway of the table's time
+        conn.executemany(
+            f"INSERT INTO calls_journal ({COLUMNS}) VALUES ({', '.join('?' * 17)})",  # noqa: S608
+            [stored_row(make("from-the-table"))],
+        )
+    assert [r.call_id for r in store.query()] == ["from-the-table"]
+    with closing(sqlite3.connect(store.path)) as conn:
+        assert conn.execute("SELECT count(*) FROM calls_journal").fetchone()[0] == 0
+        calls, kept = (
+            [row[1:4] for row in conn.execute(f"PRAGMA table_info({table})")] for table in ("calls", "calls_journal")
+        )
+    assert kept == calls, "the table keeps the calls table's columns and constraints"
+
+
+def test_calls_ending_in_one_turn_share_one_write_to_the_journal(
     store: HistoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    commits: list[int] = []
-    insert = writer_module._insert
+    writes: list[int] = []
+    real = os.write
 
-    def counted(conn: sqlite3.Connection, records: list[Any]) -> None:
-        commits.append(len(records))
-        insert(conn, records)
+    def counted(fd: int, data: bytes) -> int:
+        writes.append(data.count(b"\n"))
+        return real(fd, data)
 
-    monkeypatch.setattr(writer_module, "_insert", counted)
     store.start()
+    monkeypatch.setattr(journal.os, "write", counted)
 
     async def main() -> None:
         await asyncio.gather(*(store.write(make(f"t{n}")) for n in range(20)))
 
     asyncio.run(main())
-    assert commits == [20]
-    calls, waiting = tables(store.path)
-    assert (calls, sorted(waiting)) == ([], sorted(f"t{n}" for n in range(20)))
+    monkeypatch.undo()
+    assert writes == [20]
+    assert (calls_table(store.path), sorted(in_journal(store.path))) == ([], sorted(f"t{n}" for n in range(20)))
     assert store.count() == 20
+
+
+def test_records_appended_while_a_mover_claims_the_journal_land_once_each(store: HistoryStore) -> None:
+    """The loop goes on writing in a new file once a mover has renamed the one it held open."""
+    write(store, "before")
+    with closing(sqlite3.connect(store.path, isolation_level=None)) as conn:
+        with journal.folding(conn, store.path) as moved:
+            assert moved == 1
+            write(store, "during")  # the file the loop holds was claimed: it opens the new one
+        assert calls_table(store.path) == ["before"]
+    write(store, "after")
+    assert in_journal(store.path) == ["during", "after"]
+    assert [r.call_id for r in store.export()] == ["before", "during", "after"]
+
+
+def test_a_journal_deleted_while_the_gateway_runs_is_begun_again(store: HistoryStore) -> None:
+    write(store, "a")
+    journal.file_of(store.path).unlink()  # "a" is lost with it, as with any file deleted
+    write(store, "b")
+    assert in_journal(store.path) == ["b"]
+    assert [r.call_id for r in store.query()] == ["b"]
+
+
+def test_a_line_cut_short_is_skipped_and_said_and_the_rest_moved(
+    store: HistoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    write(store, "whole")
+    with journal.file_of(store.path).open("ab") as file:  # a write cut short by a full disk, then others
+        file.write(journal.encoded([make("cut")])[:40])
+        file.write(b"\n" + json.dumps(["not", "a", "row"]).encode())
+        hostile = list(stored_row(make("hostile")))
+        hostile[6] = {"args": "as an object, not text"}
+        file.write(b"\n" + json.dumps(hostile).encode())
+    write(store, "next")
+    with caplog.at_level(logging.WARNING, "aai_gateway.history.journal"):
+        assert [r.call_id for r in store.export()] == ["whole", "next"]
+    assert "3 line(s) of the call journal were not call records" in caplog.text
 
 
 def test_a_reader_that_cannot_move_the_journal_reads_what_the_calls_table_holds(
@@ -123,18 +192,9 @@ def test_a_reader_that_cannot_move_the_journal_reads_what_the_calls_table_holds(
     assert store.count() == 1
     write(store, "b")
 
-    def refused(conn: sqlite3.Connection) -> int:
+    def refused(conn: sqlite3.Connection, database: Path) -> object:
         raise sqlite3.OperationalError("attempt to write a readonly database")
 
-    monkeypatch.setattr(journal, "fold", refused)
+    monkeypatch.setattr(journal, "folding", refused)
     assert [r.call_id for r in store.query()] == ["a"]
-    assert tables(store.path) == (["a"], ["b"])
-
-
-def test_the_journal_has_the_columns_of_the_calls_table(store: HistoryStore) -> None:
-    store.start()
-    with closing(sqlite3.connect(store.path)) as conn:
-        calls, kept = (
-            [row[1:4] for row in conn.execute(f"PRAGMA table_info({table})")] for table in ("calls", "calls_journal")
-        )
-    assert kept == calls
+    assert (calls_table(store.path), in_journal(store.path)) == (["a"], ["b"])

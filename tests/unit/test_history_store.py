@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
+import os
 import sqlite3
 import stat
 import threading
@@ -13,9 +15,10 @@ from typing import Any
 import pytest
 
 from aai_gateway.history import HistoryStore, HistoryUnavailable, Record, parse_time, schema
+from aai_gateway.history import journal as journal_module
 from aai_gateway.history import writer as writer_module
 from aai_gateway.history.store import SCHEMA_VERSION
-from tests.support import wait_until
+from tests.support import committed_calls, wait_until
 
 T0 = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -282,51 +285,82 @@ def test_writes_on_the_event_loop_commit_there_and_checkpoint_on_the_writer(
     assert jobs.count("checkpoint") == 2, "the writer thread checkpoints every CHECKPOINT_EVERY records"
 
 
-@pytest.mark.parametrize("alone", [False, True])
-def test_a_write_waits_for_another_writer_on_the_writer_thread(store: HistoryStore, alone: bool) -> None:
-    """Another process holding the write lock must neither fail the record nor stall the event loop."""
-    store.start()
-    other = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
-    other.execute("BEGIN IMMEDIATE")
-    released = threading.Event()
-    releasing = threading.Lock()
+class Mover:
+    """Another process moving the journal: it holds the journal's lock and the database's write lock until
+    `release`."""
 
-    def release() -> None:
-        with releasing:
-            if not released.is_set():
-                other.execute("COMMIT")
-                released.set()
+    def __init__(self, store: HistoryStore, *, journal: bool = True) -> None:
+        store.start()
+        self.journal = os.open(journal_module.file_of(store.path), os.O_RDWR | os.O_CREAT, 0o600)
+        if journal:
+            fcntl.flock(self.journal, fcntl.LOCK_EX)
+        self.database = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
+        self.database.execute("BEGIN IMMEDIATE")
+        self.released = threading.Event()
+        self._releasing = threading.Lock()
+
+    def release(self) -> None:
+        with self._releasing:
+            if not self.released.is_set():
+                fcntl.flock(self.journal, fcntl.LOCK_UN)
+                self.database.execute("COMMIT")
+                self.released.set()
+
+    def close(self) -> None:
+        self.release()
+        self.database.close()
+        os.close(self.journal)
+
+
+@pytest.mark.parametrize("alone", [False, True])
+def test_a_write_does_not_wait_for_another_process_holding_the_database(store: HistoryStore, alone: bool) -> None:
+    """The journal is a file: a call's record is committed while another process holds the database's
+    write lock, and is in the calls table once the reader after it can move it."""
+    other = Mover(store, journal=False)
+    try:
+        asyncio.run(asyncio.wait_for(store.write(make("meanwhile"), alone=alone), 5))
+        assert [c["id"] for c in committed_calls(store.path)] == ["meanwhile"]
+    finally:
+        other.close()
+    assert [r.call_id for r in store.query()] == ["meanwhile"]
+
+
+@pytest.mark.parametrize("alone", [False, True])
+def test_a_write_waits_for_a_mover_on_the_writer_thread(store: HistoryStore, alone: bool) -> None:
+    """A mover holding the journal's lock (and the database's) must neither fail the record nor stall the
+    event loop: the writer thread commits it once the database is free."""
+    mover = Mover(store)
 
     async def main() -> None:
-        # A store that blocked the loop would never let it release the lock: this timer would, and the
+        # A store that blocked the loop would never let it release the locks: this timer would, and the
         # assertion below would then fail instead of the test hanging.
-        safety = threading.Timer(30, release)
+        safety = threading.Timer(30, mover.release)
         safety.start()
         try:
             writing = asyncio.create_task(store.write(make("waited"), alone=alone))
             for _ in range(20):
                 await asyncio.sleep(0)
-                assert not writing.done(), "the record cannot be committed while the lock is held"
-            assert not released.is_set(), "the event loop went on while the record waited for the lock"
-            release()
+                assert not writing.done(), "the record cannot be committed while the locks are held"
+            assert not mover.released.is_set(), "the event loop went on while the record waited for the lock"
+            mover.release()
             await writing
         finally:
             safety.cancel()
 
-    asyncio.run(main())
-    other.close()
+    try:
+        asyncio.run(main())
+    finally:
+        mover.close()
     assert [r.call_id for r in store.query()] == ["waited"]
     assert store.count() == 1
 
 
 @pytest.mark.parametrize("alone", [False, True])
-def test_a_write_cancelled_while_the_database_is_busy_is_committed_all_the_same(
+def test_a_write_cancelled_while_a_mover_holds_the_locks_is_committed_all_the_same(
     store: HistoryStore, alone: bool
 ) -> None:
     """The caller giving up (a cancelled call) must not drop the record handed to the writer thread."""
-    store.start()
-    other = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
-    other.execute("BEGIN IMMEDIATE")
+    mover = Mover(store)
 
     async def main() -> None:
         writing = asyncio.create_task(store.write(make("given-up"), alone=alone))
@@ -337,9 +371,10 @@ def test_a_write_cancelled_while_the_database_is_busy_is_committed_all_the_same(
         with pytest.raises(asyncio.CancelledError):
             await writing
 
-    asyncio.run(main())
-    other.execute("COMMIT")
-    other.close()
+    try:
+        asyncio.run(main())
+    finally:
+        mover.close()
     store.flush(10)
     assert [r.call_id for r in store.query()] == ["given-up"]
 
@@ -360,17 +395,14 @@ def test_a_write_on_the_loop_reports_an_unwritable_place(tmp_path: Path, alone: 
 
 def test_a_call_alone_is_committed_before_its_write_returns(store: HistoryStore) -> None:
     store.start()
-    reader = sqlite3.connect(store.path)
     seen: list[int] = []
 
     async def main() -> None:
         for i in range(3):
             await store.write(make(f"alone{i}"), alone=True)
-            committed = "SELECT (SELECT count(*) FROM calls) + (SELECT count(*) FROM calls_journal)"
-            seen.append(reader.execute(committed).fetchone()[0])
+            seen.append(len(committed_calls(store.path)))
 
     asyncio.run(main())
-    reader.close()
     assert seen == [1, 2, 3]
 
 
@@ -398,6 +430,7 @@ def test_the_write_ahead_log_does_not_grow_under_a_steady_stream_of_calls(
     assert max(sizes) < 2 * 1024 * 1024, sizes
     store._submit("checkpoint").result()
     asyncio.run(store.write(make("last")))
+    store._submit("checkpoint").result()  # its move of the journal is the first write after the last
     assert wal.stat().st_size <= 256 * 1024, "a checkpoint lets the log start over, cut back to WAL_LIMIT"
 
 

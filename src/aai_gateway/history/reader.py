@@ -24,7 +24,6 @@ from aai_gateway.history.schema import (
     migrate,
     newer,
     reason,
-    transaction,
 )
 
 log = logging.getLogger(__name__)
@@ -144,7 +143,7 @@ class HistoryReader:
                 raise HistoryUnavailable(newer(self.path, version))
             if 0 < version < SCHEMA_VERSION:
                 self._upgrade(version)
-            if version and journal.waiting(conn):
+            if version and journal.waiting(conn, self.path):
                 self._fold()
             yield conn if version else None
         except sqlite3.Error as exc:
@@ -165,8 +164,8 @@ class HistoryReader:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             try:
                 conn.execute("PRAGMA wal_autocheckpoint = 0")  # the database file is the gateway's writer's to change
-                with transaction(conn):
-                    journal.fold(conn)
+                with journal.folding(conn, self.path):
+                    pass
             finally:
                 conn.close()
         except sqlite3.Error as exc:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from aai_gateway.history import journal, runs, stats
+from aai_gateway.history import runs, stats
 
 SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 5000
@@ -43,6 +43,29 @@ SCHEMA = (
     "CREATE INDEX calls_app_time ON calls (app, time)",
     "CREATE INDEX calls_caller_time ON calls (caller, time)",
 )
+JOURNAL_TABLE = (
+    """CREATE TABLE calls_journal (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL,
+        time TEXT NOT NULL,
+        caller TEXT NOT NULL,
+        transport TEXT NOT NULL,
+        app TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        args TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'error')),
+        error_code INTEGER,
+        error_type TEXT,
+        error_detail TEXT,
+        duration_ms REAL NOT NULL,
+        result TEXT,
+        result_truncated INTEGER NOT NULL DEFAULT 0,
+        consent TEXT,
+        parent TEXT,
+        step TEXT
+    )""",
+)
+"""Schema 5's journal table: the calls table's columns and constraints, without its indexes."""
 MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = {
     # 1 -> 2: the consent question a call asked; the hourly counts, indexes and triggers `stats` reads.
     2: ("ALTER TABLE calls ADD COLUMN consent TEXT", *stats.SCHEMA),
@@ -55,8 +78,9 @@ MIGRATIONS: dict[int, tuple[str | Callable[[sqlite3.Connection], None], ...]] = 
     # 3 -> 4: duration sketches and consent counts per hour, for the two indexes they replace (see
     # history/stats.py), made for the calls already counted.
     4: (*stats.SKETCHES, stats.backfill),
-    # 4 -> 5: the journal calls are committed to before their answer (see history/journal.py).
-    5: journal.SCHEMA,
+    # 4 -> 5: the table calls were first committed to before their answer; the journal is a file since
+    # (history/journal.py), which still moves what this table holds.
+    5: JOURNAL_TABLE,
 }
 """The statements that bring a history of the version before each key to that version."""
 

@@ -1,32 +1,29 @@
 """Writing the call history in SQLite: `<AAI home>/history.db`, WAL mode, one writer thread (readers have
 connections of their own: history/reader.py).
 
-`write` returns once its call's record is committed (to the journal: history/journal.py), so whatever
-a client received is in the history even if the gateway is killed: with WAL and `synchronous=NORMAL` a
-commit is in the WAL file (a power cut may lose the last commits but never corrupts the database). A
-record is committed
+`write` returns once its call's record is committed to the journal (history/journal.py: a file the
+event loop appends to, moved into the database by the writer thread and by readers), so whatever a
+client received is in the history even if the gateway is killed. A record is committed
 
-- on the event loop's own connection when the database takes it at once: the records of the calls
-  that end in one turn of the loop share one transaction, and a call that ends alone is committed
-  at once, without waiting for the turn to end;
-- else by the writer thread (another gateway holds the write lock, the loop's connection cannot be
-  opened, or a checkpoint is under way), which takes whatever has queued up, commits it in one
-  transaction and waits for the lock as long as it must.
+- by the event loop, appended to the journal: the records of the calls that end in one turn of the
+  loop share one write, and a call that ends alone is written at once, without waiting for the turn
+  to end;
+- else by the writer thread, straight into the calls table (the journal cannot be written, a mover
+  holds its lock at that moment, or the database is in trouble), which takes whatever has queued
+  up, commits it in one transaction and waits for the lock as long as it must.
 
 When the database cannot be written the records wait in memory (MAX_WAITING at most, the oldest
 dropped and counted) and the writer thread tries again every RETRY_EVERY seconds and with each new
 record; `trouble` says why meanwhile, and a small status file (`history.status` beside the database,
 else in the temporary folder) tells `aai-gateway history` in another process. A database deleted
 while running is created again, one found corrupt (at start or while running) is moved aside to
-`history.db.corrupt-<UTC time>` and started afresh: after each commit the file is checked with one
-`stat` (same inode, size and modification time as the writer last saw, else its header is read), and
-records committed to a file that has gone are committed again to the new one. The check costs about
-2 µs a commit (timeit, 2026-11-24); bench.history_cost, write alone p50, 0.058-0.060 ms before it and
-0.065-0.069 ms after, on the same busy 2-core machine, 3 interleaved runs each.
+`history.db.corrupt-<UTC time>` and started afresh: before each of its writes the writer checks the
+file with one `stat` (same inode, size and modification time as it last saw, else its header is
+read), and what the journal holds is moved into the new file.
 
-The writer thread also checkpoints the log every CHECKPOINT_EVERY records committed on the loop (which
-hands its commits over while it does), and deletes records older than the retention period when it
-starts and every hour after.
+The writer thread also moves the journal and checkpoints the log every CHECKPOINT_EVERY records
+committed on the loop, and deletes records older than the retention period when it starts and every
+hour after.
 
 Why not the writer thread alone, which would be simpler: handing each record to a thread and back
 costs more than the commit, and the benchmarks say so. Measured on 2026-11-24 on a shared 2-core
@@ -64,9 +61,9 @@ from pathlib import Path
 from typing import Any
 
 from aai_gateway.history import stats
-from aai_gateway.history.journal import INSERT, fold
+from aai_gateway.history.journal import Appender, folding
 from aai_gateway.history.record import Record, iso, now
-from aai_gateway.history.rows import stored_row
+from aai_gateway.history.rows import INSERT, stored_row
 from aai_gateway.history.schema import (
     BUSY_TIMEOUT_MS,
     HistoryUnavailable,
@@ -128,12 +125,11 @@ class HistoryWriter:
 
     def __init__(self, path: Path, retention_days: float = 30.0) -> None:
         self.path = path
-        self._file = os.fspath(path)
         self.retention_days = retention_days
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._here: sqlite3.Connection | None = None
+        self._here: Appender | None = None
         self._generation = 0
         """Counts the writer's (re)openings of the database; the loop reopens its connection after one."""
         self._here_failed_at = -1
@@ -245,45 +241,35 @@ class HistoryWriter:
         return [self.submit(record) for record in records]
 
     def _commit_now(self, records: list[Record]) -> bool:
-        """Commit on the loop's connection; False when the database would not take them at once.
-
-        While a checkpoint is under way the writer thread commits instead, after it: a checkpoint
-        that had to find a gap between the loop's commits might never find one, and the log would
-        grow without end.
-        """
-        if self._trouble is not None or (self._checkpoint is not None and not self._checkpoint.done()):
+        """Append to the journal file; False when it would not take them at once (a mover holds its lock, the
+        database is in trouble, or the file cannot be written)."""
+        if self._trouble is not None:
             return False
-        conn = self._connection_here()
-        if conn is None:
+        appender = self._appender_here()
+        if appender is None:
             return False
         try:
-            _insert(conn, records)
-        except sqlite3.Error as exc:
-            if not _busy(exc):
-                log.debug("committing on the writer thread after: %s", exc)
-                self._close_here(broken=True)
-            return False
-        if _signature(self._file) != self._signature:  # deleted, replaced or written over: the writer sees to it
+            if not appender.append(records):
+                return False
+        except OSError as exc:
+            log.debug("committing on the writer thread after: %s", exc)
             self._close_here(broken=True)
             return False
         self._since_checkpoint += len(records)
-        if self._since_checkpoint >= CHECKPOINT_EVERY:
+        if self._since_checkpoint >= CHECKPOINT_EVERY and (self._checkpoint is None or self._checkpoint.done()):
             self._since_checkpoint = 0
             self._checkpoint = self._submit("checkpoint")
         return True
 
-    def _connection_here(self) -> sqlite3.Connection | None:
-        if self._here is None and self._here_failed_at != self._generation:
+    def _appender_here(self) -> Appender | None:
+        if self._here is None and self._here_failed_at != self._generation and Appender.usable():
             try:
                 self.start()  # the writer thread creates and migrates the database first
-                self._here = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-                self._here.execute("PRAGMA busy_timeout = 0")
-                self._here.execute("PRAGMA synchronous = NORMAL")
-                self._here.execute("PRAGMA wal_autocheckpoint = 0")
-                self._here.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT}")
-            except (sqlite3.Error, OSError, HistoryUnavailable) as exc:
+            except HistoryUnavailable as exc:
                 log.debug("committing on the writer thread: %s", exc)
                 self._close_here(broken=True)
+                return None
+            self._here = Appender(self.path)
         return self._here
 
     def _close_here(self, *, broken: bool = False) -> None:
@@ -472,8 +458,7 @@ class HistoryWriter:
         for CHECKPOINT_EVERY calls)."""
         self._uncounted = 0
         try:
-            with transaction(conn):
-                fold(conn)
+            with folding(conn, self.path):
                 stats.count_new(conn)
         except sqlite3.Error as exc:
             log.warning("could not update the hourly call counts in %s: %s", self.path, exc)
@@ -483,8 +468,8 @@ class HistoryWriter:
 
         RESTART, not PASSIVE: a passive checkpoint under a steady stream of commits never catches up
         with the log, which then grows without end (hundreds of MB an hour, and its index in memory
-        with it). The loop commits nothing meanwhile (see `_commit_now`); other gateways writing the
-        same file are waited for.
+        with it). The loop writes the journal, not the database; other gateways writing the same file
+        are waited for.
         """
         self._count_now(conn)
         try:
@@ -523,8 +508,7 @@ class HistoryWriter:
 
     def _purge(self, conn: sqlite3.Connection) -> int:
         cutoff = iso(now() - timedelta(days=self.retention_days))
-        with transaction(conn):
-            fold(conn)
+        with folding(conn, self.path):
             deleted = stats.delete_before(conn, cutoff)
         self._uncounted = 0
         if deleted:
@@ -540,7 +524,8 @@ class HistoryWriter:
 
 
 def _insert(conn: sqlite3.Connection, records: list[Record]) -> None:
-    """The records in the journal in one transaction, taking the write lock at once; rolled back on any failure."""
+    """The records in the calls table in one transaction, taking the write lock at once; rolled back on any
+    failure."""
     with transaction(conn):
         conn.executemany(INSERT, [stored_row(record) for record in records])
 
