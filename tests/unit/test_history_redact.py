@@ -155,7 +155,7 @@ def test_long_strings_are_shortened() -> None:
     assert out == {"text": "x" * 10 + "…(+15 characters)"}
 
 
-def test_excerpt_cuts_without_encoding_everything() -> None:
+def test_an_excerpt_is_the_json_text_cut_at_its_limit() -> None:
     assert excerpt({"a": 1}) == ('{"a": 1}', False)
     text, truncated = excerpt(list(range(10_000)), limit=50)
     assert truncated

@@ -274,18 +274,16 @@ class Recorder:
 
 
 def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> tuple[str, bool]:
-    """The JSON text of `value`, cut after `limit` characters without encoding the rest."""
-    if isinstance(value, str):  # one chunk either way: the C encoder makes it faster
-        text = json.dumps(value, ensure_ascii=False)
-        return (text[:limit], True) if len(text) > limit else (text, False)
-    parts: list[str] = []
-    size = 0
-    for chunk in json.JSONEncoder(ensure_ascii=False, default=str).iterencode(value):
-        parts.append(chunk)
-        size += len(chunk)
-        if size > limit:
-            return "".join(parts)[:limit], True
-    return "".join(parts), False
+    """The JSON text of `value`, cut after `limit` characters, and whether it was cut.
+
+    Encoded whole by the C encoder: what is recorded has been walked whole by the redactor already, which
+    costs more than encoding it, and encoding part of it would take the pure-Python encoder (timeit:
+    3.8 µs against 1.2 for a small result, 61 against 12 for ten steps' arguments and results)."""
+    text = _EXCERPT_ENCODER.encode(value)
+    return (text[:limit], True) if len(text) > limit else (text, False)
+
+
+_EXCERPT_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 def known_secrets(settings: Settings) -> list[str]:

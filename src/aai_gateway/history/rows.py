@@ -15,6 +15,9 @@ COLUMNS = (
 INSERT = f"INSERT OR IGNORE INTO calls ({COLUMNS}) VALUES ({', '.join('?' * len(COLUMNS.split(',')))})"  # noqa: S608
 
 
+_ARGS_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def stored_row(record: Record) -> tuple[Any, ...]:
     """The record's values as the calls table keeps them, in the order of COLUMNS."""
     return (
@@ -24,7 +27,7 @@ def stored_row(record: Record) -> tuple[Any, ...]:
         record.transport,
         record.app,
         record.tool,
-        json.dumps(record.args, ensure_ascii=False, default=str),
+        _ARGS_ENCODER.encode(record.args),
         record.status,
         record.error_code,
         record.error_type,
