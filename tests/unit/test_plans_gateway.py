@@ -152,6 +152,8 @@ async def test_a_plan_past_its_own_timeout_undoes_what_was_done(echo_gateway: Ga
     assert report["status"] == "rolledBack"
     statuses = {s["id"]: s["status"] for s in report["steps"]}
     assert statuses == {"done": "undone", "slow": "failed"}
+    slow = next(s for s in report["steps"] if s["id"] == "slow")
+    assert "the plan's timeout of 0.3 s ran out during this step" in slow["error"]["detail"]
 
 
 async def test_each_item_of_a_for_each_is_undone(echo_gateway: Gateway) -> None:

@@ -169,8 +169,20 @@ class Run:
         first_failure: Outcome | None = None
         stopping = False
         while True:
-            if not stopping:
-                self._start_ready(running)
+            ready = [] if stopping else self._ready(len(running))
+            if len(ready) == 1 and not running:
+                # The one step that can run now: awaited here, without a task and a wait for it (a chain of
+                # steps, one after the other, is the common plan). It ends as it would as a task.
+                (outcome,) = ready
+                if not await self._alone(outcome, deadline):
+                    stopping = True
+                if outcome.status == "failed":
+                    first_failure = first_failure or outcome
+                    if self.plan.on_error != "continue":
+                        stopping = True
+                continue
+            for outcome in ready:
+                running[asyncio.ensure_future(self._step(outcome))] = outcome
             if not running:
                 break
             remaining = None if deadline is None else max(deadline - loop.time(), 0)
@@ -181,13 +193,12 @@ class Run:
                     task.cancel()
                 await asyncio.gather(*running, return_exceptions=True)
                 for outcome in running.values():
-                    outcome.error = outcome.error or AutomationFailed("the run was cancelled during this step")
-                    self._finish(outcome, "failed")
+                    self._cancelled(outcome)
                 raise
             if not done:  # the plan's time is up: what still runs is stopped and counts as failed
                 for task, outcome in running.items():
                     task.cancel()
-                    outcome.error = Timeout(f"the plan's timeout of {self.plan.timeout:g} s ran out during this step")
+                    outcome.error = self._timed_out()
                 await asyncio.gather(*running, return_exceptions=True)
                 for outcome in running.values():
                     self._finish(outcome, "failed")
@@ -214,14 +225,48 @@ class Run:
                 outcome.status, outcome.reason = "skipped", f"not started: step {failure} failed"
         return first_failure
 
-    def _start_ready(self, running: dict[asyncio.Task[None], Outcome]) -> None:
-        """Start the waiting steps whose steps are done, in plan order, while there is room."""
+    async def _alone(self, outcome: Outcome, deadline: float | None) -> bool:
+        """Run a step that runs alone; False when the plan's time ran out during it."""
+        try:
+            if deadline is None:
+                await self._step(outcome)
+                return True
+            limit = asyncio.timeout_at(deadline)
+            if asyncio.get_running_loop().time() >= deadline:  # not started at all, as a task would not be
+                outcome.error = self._timed_out()
+                self._finish(outcome, "failed")
+                return False
+            try:
+                async with limit:
+                    await self._step(outcome)
+            except TimeoutError:
+                if not limit.expired():
+                    raise
+                outcome.error = self._timed_out()
+                self._finish(outcome, "failed")
+                return False
+            return True
+        except asyncio.CancelledError:
+            self._cancelled(outcome)
+            raise
+
+    def _cancelled(self, outcome: Outcome) -> None:
+        outcome.error = outcome.error or AutomationFailed("the run was cancelled during this step")
+        self._finish(outcome, "failed")
+
+    def _timed_out(self) -> Timeout:
+        return Timeout(f"the plan's timeout of {self.plan.timeout:g} s ran out during this step")
+
+    def _ready(self, running: int) -> list[Outcome]:
+        """The waiting steps whose steps are done, in plan order, while there is room beside the `running`
+        ones; marked running, for the caller to start."""
+        ready: list[Outcome] = []
         progress = True
         while progress and self._waiting:
             progress = False
             still: list[Outcome] = []
             for index, outcome in enumerate(self._waiting):
-                if len(running) >= self.concurrency:
+                if running + len(ready) >= self.concurrency:
                     still.extend(self._waiting[index:])
                     break
                 needs = [self.outcomes[n] for n in outcome.step.needs]
@@ -235,8 +280,9 @@ class Run:
                     progress = True
                     continue
                 outcome.status = "running"
-                running[asyncio.ensure_future(self._step(outcome))] = outcome
+                ready.append(outcome)
             self._waiting = still
+        return ready
 
     def _finish(self, outcome: Outcome, status: str) -> None:
         self._finished += 1
