@@ -84,16 +84,20 @@ class Redactor:
         if known is not self._known:  # a secret was resolved since: cut it too, longest form first
             self._known = known
             self._forms = sorted({*self._secrets, *known}, key=len, reverse=True)
-        return cut(printable(text), self._forms)
+        return cut(printable(text), self._forms) if self._forms else printable(text)
 
     def _walk(self, value: Any, schemas: Schemas, root: Mapping[str, Any], limit: int, hidden: list[str]) -> Any:
-        if isinstance(value, Mapping):
+        kind = type(value)
+        if kind is str:
+            return shorten(self.text(value), limit)
+        if kind in _PLAIN:  # the exact types first: the same answers as the checks below, without the ABCs
+            return value
+        if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
             out: dict[str, Any] = {}
             for key, item in value.items():
                 below, secret = _PLANS.below(schemas, root, key)
-                out[printable(str(key))] = (
-                    _mask(item, hidden) if secret else self._walk(item, below, root, limit, hidden)
-                )
+                name = key if type(key) is str and key.isascii() else printable(str(key))
+                out[name] = _mask(item, hidden) if secret else self._walk(item, below, root, limit, hidden)
             return out
         if isinstance(value, list | tuple):
             items = []
@@ -106,6 +110,7 @@ class Redactor:
         return value
 
 
+_PLAIN = frozenset({int, float, bool, type(None)})
 _NO_SCHEMA: Mapping[str, Any] = {}
 
 
@@ -125,6 +130,8 @@ class _Plans:
         self, schemas: Schemas, root: Mapping[str, Any], key: object, *, item: bool = False
     ) -> tuple[Schemas, bool]:
         """The schemas below `key` of an object (or index `key` of an array, with `item`), and whether secret."""
+        if not schemas:  # below a key no schema describes: nothing, and secret by its name alone
+            return (), (not item and secret_key(key))
         detail = (item, type(key), key)  # the type too: 1 and True are the same dict key
         found = self._below.get(schemas, detail)
         if found is not None:
@@ -136,8 +143,6 @@ class _Plans:
         else:
             below = _expand(_property(schemas, str(key)), root)
             secret = secret_key(key) or any(sensitive(s) for s in below)
-        if not schemas:  # nothing below an unknown key: no entry needed per key
-            return below, secret
         return self._below.put(schemas, (below, secret), detail)
 
 
