@@ -49,9 +49,13 @@ def unencodable(value: Any, where: str) -> str | None:
 
 def _encodes(value: Any) -> bool:
     try:
-        json.dumps(value, ensure_ascii=False, default=str, check_circular=False).encode()
+        _ENCODER.encode(value).encode()
     except UnicodeEncodeError:
         return False
     except (ValueError, TypeError, RecursionError):
         return False  # let the walk decide
     return True
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False)
+"""Kept: `json.dumps` with any argument of its own builds a new encoder every call."""

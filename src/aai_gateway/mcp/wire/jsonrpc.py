@@ -103,7 +103,7 @@ def error(request_id: int | str | None, code: int, message: str) -> dict[str, An
 def encoded(message: dict[str, Any], errors: str = "strict") -> bytes:
     """One message as the SDK writes it: compact JSON, non-ASCII as is (without the newline). With
     `errors="replace"`, half a surrogate pair is written as "?"."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode(errors=errors)
+    return _ENCODER.encode(message).encode(errors=errors)
 
 
 def _not_json(constant: str) -> None:
@@ -111,6 +111,8 @@ def _not_json(constant: str) -> None:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_not_json)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""Kept: `json.dumps` with any argument of its own builds a new encoder every call."""
 
 
 def _parse_error(reason: str) -> Refusal:
