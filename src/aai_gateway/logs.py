@@ -7,14 +7,17 @@ libraries' own warnings (the MCP SDK's, which quote what a server answered) go t
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 import os
 import sys
 import time
+from functools import partial
 from io import TextIOWrapper
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
+from typing import Any, TextIO
 
 from aai_gateway.secret_forms import cut, remembered
 
@@ -45,7 +48,7 @@ def configure(level: str, log_dir: Path | None, *, stderr_level: str | None = No
         root.removeHandler(handler)
         handler.close()
     formatter = OnceFormatter(FORMAT)
-    stderr = logging.StreamHandler(sys.stderr)
+    stderr = StderrHandler(sys.stderr)
     stderr.setLevel(levels[1])
     stderr.setFormatter(formatter)
     root.addHandler(stderr)
@@ -92,6 +95,58 @@ def _libraries(handlers: list[logging.Handler]) -> None:
         python.addHandler(handler)
 
 
+def after_turn(logger: logging.Logger, message: str, *args: Any) -> None:
+    """Log `message % args` at INFO once the current turn of the event loop is over, in one write to each
+    of the gateway's sinks with the lines of the other calls that ended in that turn, instead of a log
+    record each: a call's line is the largest part of what the gateway does after a call's answer (on
+    a 2-core machine, 16 calls in flight over stdio, 9-13 % more calls a second without the records).
+    The lines read as any other (`FORMAT`, the secrets cut out); where logging is not as `configure`
+    left it (a test's, a library's handlers), each is a record as any other."""
+    if not logger.isEnabledFor(logging.INFO):
+        return
+    loop = asyncio.get_running_loop()
+    gateway = logging.getLogger("aai_gateway")
+    if logger.handlers or logger.filters or not _LIBRARIES or gateway.handlers != _LIBRARIES:
+        loop.call_soon(partial(logger.info, message, *args))
+        return
+    if not _WAITING or _WRITER[0] is not loop:  # the first line of the turn (or of a loop after a closed one)
+        _WRITER[0] = loop
+        loop.call_soon(_write_waiting)
+    _WAITING.append((time.time(), logger.name, message, args))
+
+
+_WAITING: list[tuple[float, str, str, tuple[Any, ...]]] = []
+"""The lines `after_turn` writes at the end of this turn: when, the logger's name, the message, its arguments."""
+_WRITER: list[asyncio.AbstractEventLoop | None] = [None]
+"""The loop that will write them."""
+
+
+def _write_waiting() -> None:
+    if not _WAITING:
+        return
+    waiting = _WAITING[:]
+    _WAITING.clear()
+    sinks = [
+        h for h in _LIBRARIES if isinstance(h, StderrHandler | SizedRotatingFileHandler) and h.level <= logging.INFO
+    ]
+    if not sinks:
+        return
+    formatter = sinks[0].formatter
+    stamp = formatter.stamp if isinstance(formatter, OnceFormatter) else OnceFormatter(FORMAT).stamp
+    known = remembered()
+    lines = []
+    for created, name, message, args in waiting:
+        line = f"{stamp(created)} INFO {name}: {message % args if args else message}"
+        lines.append(cut(line, known) + "\n")
+    text = "".join(lines)
+    for sink in sinks:
+        sink.acquire()
+        try:
+            sink.write_text(text)
+        finally:
+            sink.release()
+
+
 class OnceFormatter(logging.Formatter):
     """Formats each record once, however many handlers (and rollover checks) ask for its text, with the
     secrets `remember`ed cut out of it.
@@ -114,10 +169,29 @@ class OnceFormatter(logging.Formatter):
         """The stdlib's timestamp, with the date and time of the current second formatted once per second."""
         if datefmt is not None:
             return super().formatTime(record, datefmt)
-        second = int(record.created)
+        return self.stamp(record.created, record.msecs)
+
+    def stamp(self, created: float, msecs: float | None = None) -> str:
+        """The timestamp of a moment (`time.time()`), as `formatTime` writes it."""
+        second = int(created)
         if self._second[0] != second:
-            self._second = (second, time.strftime(self.default_time_format, self.converter(record.created)))
-        return f"{self._second[1]},{int(record.msecs):03d}"  # the stdlib's default_msec_format
+            self._second = (second, time.strftime(self.default_time_format, self.converter(created)))
+        if msecs is None:  # as LogRecord works it out
+            msecs = (created - second) * 1000
+        return f"{self._second[1]},{int(msecs):03d}"  # the stdlib's default_msec_format
+
+
+class StderrHandler(logging.StreamHandler[TextIO]):
+    """stderr; also takes whole lines written at once (`after_turn`), under its lock."""
+
+    def write_text(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.flush()
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(logging.makeLogRecord({"msg": text}))
 
 
 class SizedRotatingFileHandler(RotatingFileHandler):
@@ -132,8 +206,31 @@ class SizedRotatingFileHandler(RotatingFileHandler):
     _erred = False
 
     def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record) + self.terminator
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(record)
+            return
+        self.write_text(text, record)
+
+    def write_text(self, text: str, record: logging.LogRecord | None = None) -> None:
+        """Whole lines into the file, after a rollover when they take it to maxBytes; under the lock."""
         self._erred = False
-        super().emit(record)
+        try:
+            if self.stream is None:
+                self.stream = self._open()
+            if self.maxBytes > 0:
+                self._written += len(text)
+                if self._written >= self.maxBytes:
+                    self.doRollover()
+            self.stream.write(text)
+            self.flush()
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(record if record is not None else logging.makeLogRecord({"msg": text}))
         if self._failing is not None and not self._erred:
             self._failing = None
             sys.stderr.write(f"aai-gateway: writing the log file {self.baseFilename} again\n")
@@ -160,11 +257,3 @@ class SizedRotatingFileHandler(RotatingFileHandler):
         except OSError:
             self._written = 0
         return stream
-
-    def shouldRollover(self, record: logging.LogRecord) -> bool:  # noqa: N802 - the stdlib's name
-        if self.maxBytes <= 0:
-            return False
-        if self.stream is None:
-            self.stream = self._open()
-        self._written += len(self.format(record)) + 1
-        return self._written >= self.maxBytes

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from aai_gateway import logs
+from aai_gateway import logs, secret_forms
 
 
 @pytest.fixture(autouse=True)
@@ -104,3 +106,70 @@ def test_a_lean_record_is_formatted_the_same(tmp_path: Path, monkeypatch: pytest
     logging.getLogger("aai_gateway.calls").info("after %s", "lean")
     lines = [line.split(" ", 2)[2] for line in written.read_text().splitlines()]
     assert lines == ["INFO aai_gateway.calls: before lean", "INFO aai_gateway.calls: after lean"]
+
+
+def test_the_lines_after_a_turn_are_written_at_once_and_read_as_records_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    file = logs.configure("info", tmp_path)
+    assert file is not None
+    logger = logging.getLogger("aai_gateway.calls")
+    logger.info("call %s as a record", "r1")
+    handler = next(h for h in logging.getLogger("aai_gateway").handlers if isinstance(h, logs.SizedRotatingFileHandler))
+    writes: list[str] = []
+    write_text = logs.SizedRotatingFileHandler.write_text
+
+    def counted(self: logs.SizedRotatingFileHandler, text: str, record: logging.LogRecord | None = None) -> None:
+        writes.append(text)
+        write_text(self, text, record)
+
+    monkeypatch.setattr(logs.SizedRotatingFileHandler, "write_text", counted)
+    monkeypatch.setattr(secret_forms, "_remembered_forms", ("s3cr3t-value",))
+
+    async def main() -> None:
+        for n in range(3):
+            logs.after_turn(logger, "call %s ok in %.1f ms: %s", f"t{n}", 0.25, "with s3cr3t-value")
+        assert writes == [], "written once the turn is over"
+        await asyncio.sleep(0)
+        logs.after_turn(logger, "call next turn")
+        await asyncio.sleep(0)
+
+    asyncio.run(main())
+    handler.flush()
+    assert len(writes) == 2, "one write a turn"
+    lines = file.read_text().splitlines()
+    assert [line.split(" ", 2)[2] for line in lines] == [
+        "INFO aai_gateway.calls: call r1 as a record",
+        *(f"INFO aai_gateway.calls: call t{n} ok in 0.2 ms: with {secret_forms.REDACTED}" for n in range(3)),
+        "INFO aai_gateway.calls: call next turn",
+    ]
+    stamp = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")
+    assert all(stamp.match(line) for line in lines)
+    assert capsys.readouterr().err.count("INFO aai_gateway.calls: call t") == 3, "stderr too"
+
+
+def test_lines_after_a_turn_keep_the_terminal_quiet_when_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = logs.configure("info", tmp_path, stderr_level="warning")
+    assert file is not None
+
+    async def main() -> None:
+        logs.after_turn(logging.getLogger("aai_gateway.calls"), "call quiet")
+        await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert "call quiet" in file.read_text()
+    assert "call quiet" not in capsys.readouterr().err
+
+
+def test_lines_after_a_turn_are_records_where_logging_is_not_the_gateways(caplog: pytest.LogCaptureFixture) -> None:
+    logs.reset()
+    caplog.set_level(logging.INFO, logger="aai_gateway.calls")
+
+    async def main() -> None:
+        logs.after_turn(logging.getLogger("aai_gateway.calls"), "call %s", "seen")
+        await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert [r.getMessage() for r in caplog.records] == ["call seen"]

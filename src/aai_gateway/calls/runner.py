@@ -9,9 +9,9 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from functools import partial
 from typing import Any
 
+from aai_gateway import logs
 from aai_gateway.calls.apps import Apps
 from aai_gateway.calls.caller import Caller
 from aai_gateway.calls.servers import Servers
@@ -310,8 +310,7 @@ def _after_answer(message: str, *args: Any) -> None:
     """A call's log line, written once the turn of the event loop that sends the call's answer is over:
     the caller does not wait for the line's two writes (stderr and the log file). The history record,
     unlike the line, is committed before the answer."""
-    if log.isEnabledFor(logging.INFO):
-        asyncio.get_running_loop().call_soon(partial(log.info, message, *args))
+    logs.after_turn(log, message, *args)
 
 
 def _asked(outcomes: list[str]) -> str | None:
