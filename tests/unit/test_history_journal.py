@@ -198,3 +198,24 @@ def test_a_reader_that_cannot_move_the_journal_reads_what_the_calls_table_holds(
     monkeypatch.setattr(journal, "folding", refused)
     assert [r.call_id for r in store.query()] == ["a"]
     assert (calls_table(store.path), in_journal(store.path)) == (["a"], ["b"])
+
+
+@pytest.mark.hostile("history")
+@pytest.mark.parametrize("what", ["link", "folder"])
+def test_a_journal_path_that_is_no_file_leaves_the_records_to_the_writer_thread(
+    store: HistoryStore, tmp_path: Path, what: str
+) -> None:
+    """A link at the journal's path is not followed (nor moved), a folder not moved: the records still land."""
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("not the history's\n")
+    path = journal.file_of(store.path)
+    store.start()
+    if what == "link":
+        path.symlink_to(target)
+    else:
+        path.mkdir()
+    write(store, "a", "b")
+    store.flush()
+    assert [r.call_id for r in store.query()] == ["b", "a"]
+    assert target.read_text() == "not the history's\n"
+    assert path.is_symlink() if what == "link" else path.is_dir()

@@ -1,9 +1,7 @@
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
-import os
 import sqlite3
 import stat
 import threading
@@ -285,15 +283,14 @@ def test_writes_on_the_event_loop_commit_there_and_checkpoint_on_the_writer(
     assert jobs.count("checkpoint") == 2, "the writer thread checkpoints every CHECKPOINT_EVERY records"
 
 
-class Mover:
-    """Another process moving the journal: it holds the journal's lock and the database's write lock until
-    `release`."""
+class Busy:
+    """Another process holding the database's write lock until `release`; with `journal_too`, a journal that
+    cannot be written either (a folder where its file should be), so records go to the writer thread."""
 
-    def __init__(self, store: HistoryStore, *, journal: bool = True) -> None:
+    def __init__(self, store: HistoryStore, *, journal_too: bool = True) -> None:
         store.start()
-        self.journal = os.open(journal_module.file_of(store.path), os.O_RDWR | os.O_CREAT, 0o600)
-        if journal:
-            fcntl.flock(self.journal, fcntl.LOCK_EX)
+        if journal_too:
+            journal_module.file_of(store.path).mkdir()
         self.database = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
         self.database.execute("BEGIN IMMEDIATE")
         self.released = threading.Event()
@@ -302,21 +299,19 @@ class Mover:
     def release(self) -> None:
         with self._releasing:
             if not self.released.is_set():
-                fcntl.flock(self.journal, fcntl.LOCK_UN)
                 self.database.execute("COMMIT")
                 self.released.set()
 
     def close(self) -> None:
         self.release()
         self.database.close()
-        os.close(self.journal)
 
 
 @pytest.mark.parametrize("alone", [False, True])
 def test_a_write_does_not_wait_for_another_process_holding_the_database(store: HistoryStore, alone: bool) -> None:
     """The journal is a file: a call's record is committed while another process holds the database's
     write lock, and is in the calls table once the reader after it can move it."""
-    other = Mover(store, journal=False)
+    other = Busy(store, journal_too=False)
     try:
         asyncio.run(asyncio.wait_for(store.write(make("meanwhile"), alone=alone), 5))
         assert [c["id"] for c in committed_calls(store.path)] == ["meanwhile"]
@@ -326,23 +321,25 @@ def test_a_write_does_not_wait_for_another_process_holding_the_database(store: H
 
 
 @pytest.mark.parametrize("alone", [False, True])
-def test_a_write_waits_for_a_mover_on_the_writer_thread(store: HistoryStore, alone: bool) -> None:
-    """A mover holding the journal's lock (and the database's) must neither fail the record nor stall the
-    event loop: the writer thread commits it once the database is free."""
-    mover = Mover(store)
+def test_a_write_the_journal_refuses_waits_for_the_database_on_the_writer_thread(
+    store: HistoryStore, alone: bool
+) -> None:
+    """A record the journal cannot take, while another process holds the database, must neither fail nor
+    stall the event loop: the writer thread commits it once the database is free."""
+    busy = Busy(store)
 
     async def main() -> None:
-        # A store that blocked the loop would never let it release the locks: this timer would, and the
+        # A store that blocked the loop would never let it release the lock: this timer would, and the
         # assertion below would then fail instead of the test hanging.
-        safety = threading.Timer(30, mover.release)
+        safety = threading.Timer(30, busy.release)
         safety.start()
         try:
             writing = asyncio.create_task(store.write(make("waited"), alone=alone))
             for _ in range(20):
                 await asyncio.sleep(0)
-                assert not writing.done(), "the record cannot be committed while the locks are held"
-            assert not mover.released.is_set(), "the event loop went on while the record waited for the lock"
-            mover.release()
+                assert not writing.done(), "the record cannot be committed while the lock is held"
+            assert not busy.released.is_set(), "the event loop went on while the record waited for the lock"
+            busy.release()
             await writing
         finally:
             safety.cancel()
@@ -350,17 +347,17 @@ def test_a_write_waits_for_a_mover_on_the_writer_thread(store: HistoryStore, alo
     try:
         asyncio.run(main())
     finally:
-        mover.close()
+        busy.close()
     assert [r.call_id for r in store.query()] == ["waited"]
     assert store.count() == 1
 
 
 @pytest.mark.parametrize("alone", [False, True])
-def test_a_write_cancelled_while_a_mover_holds_the_locks_is_committed_all_the_same(
+def test_a_write_cancelled_while_it_waits_for_the_database_is_committed_all_the_same(
     store: HistoryStore, alone: bool
 ) -> None:
     """The caller giving up (a cancelled call) must not drop the record handed to the writer thread."""
-    mover = Mover(store)
+    busy = Busy(store)
 
     async def main() -> None:
         writing = asyncio.create_task(store.write(make("given-up"), alone=alone))
@@ -374,7 +371,7 @@ def test_a_write_cancelled_while_a_mover_holds_the_locks_is_committed_all_the_sa
     try:
         asyncio.run(main())
     finally:
-        mover.close()
+        busy.close()
     store.flush(10)
     assert [r.call_id for r in store.query()] == ["given-up"]
 

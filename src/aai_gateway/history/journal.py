@@ -2,30 +2,30 @@
 the calls table later, away from the call.
 
 The journal is a file beside the database, `history.journal`: each record one line of JSON (its row
-of the calls table), appended by the event loop (`Appender`) with one `write` under an `flock`. That
-write is as durable as a SQLite commit in WAL mode with `synchronous=NORMAL`, which it replaces: the
-record is in the file once the write returns, and survives the gateway being killed (a power cut may
-lose the last ones). A commit into SQLite cost the loop more than anything else a call does (37-41 µs
-of its CPU into a table without indexes, the journal before this file); with the file, one call at a
-time over stdio on a 2-core machine, the gateway served 2,890-2,950 calls/s before and 3,000-3,280
-after (three interleaved runs).
+of the calls table), appended by the event loop (`Appender`) with one `write`. That write is as
+durable as a SQLite commit in WAL mode with `synchronous=NORMAL`, which it replaces: the record is in
+the file once the write returns, and survives the gateway being killed (a power cut may lose the last
+ones). A commit into SQLite cost the loop more than anything else a call does (37-41 µs of its CPU
+into a table without indexes, the journal before this file).
 
 Records are moved (`folding`) in one transaction by whoever reads or counts the calls next: the writer
 thread before it counts new calls (each checkpoint, every CHECKPOINT_EVERY records), before a purge
 and when it stops, and each reader before its query (history/reader.py). A reader thus sees every
 committed call, and the journal never holds more than about CHECKPOINT_EVERY records. The mover
-claims the file by renaming it into `history.journal.d/` under the same lock, so appenders go on at
-once in a new file (an appender checks, under the lock, that the path still names the file it holds
-open). A claimed file is deleted once its records are committed to the calls table; one left by a
-mover that died is moved by the next. A record moved twice (or committed again by the writer thread
-after a failed append) lands once: `calls.id` is unique, and the move ignores a second copy.
+claims the file by renaming it into `history.journal.d/` before it reads it, so appenders go on in a
+new file; one that finds, after its write, that the path no longer names the file it wrote (claimed
+meanwhile, perhaps read already, or deleted) writes the records again in the file now there. Every
+write that ended before the rename is in what the mover reads, and every other is written again. A
+claimed file is deleted once its records are committed to the calls table; one left by a mover that
+died is moved by the next. A record moved twice (written again, or committed again by the writer
+thread after a failed append) lands once: `calls.id` is unique, and the move ignores a second copy.
 
 Each write starts with a newline, so a write cut short (a full disk) leaves a broken line that the
 next write cannot run into; lines that are not a calls-table row are skipped, and said.
 
-Where `flock` is missing (Windows) there is no appender: the writer thread commits every record.
-The table `calls_journal` is the journal of schema 5's first gateways; what they left there is moved
-too.
+On Windows, where a file open in one process cannot be renamed by another, there is no appender: the
+writer thread commits every record. The table `calls_journal` is the journal of schema 5's first
+gateways; what they left there is moved too.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import json
 import logging
 import os
 import sqlite3
+import stat
 import sys
 import uuid
 from collections.abc import Iterable, Iterator
@@ -46,9 +47,6 @@ from typing import Any
 from aai_gateway.history.record import Record
 from aai_gateway.history.rows import COLUMNS, stored_row
 from aai_gateway.history.schema import transaction
-
-if sys.platform != "win32":
-    import fcntl
 
 log = logging.getLogger(__name__)
 
@@ -85,29 +83,21 @@ class Appender:
         return sys.platform != "win32"
 
     def append(self, records: Iterable[Record]) -> bool:
-        """Write the records; False when a mover holds the lock at this moment (the caller commits them some
-        other way). Raises OSError when the file cannot be opened or written."""
+        """Write the records; False when the path keeps changing under it (the caller commits them some other
+        way). Raises OSError when the file cannot be opened or written."""
         data = encoded(records)
         for _ in range(3):
             fd = self._fd if self._fd is not None else self._open()
+            written = os.write(fd, data)
+            if written != len(data):
+                raise OSError(f"{self.path}: {written} of {len(data)} bytes written")
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False
-            try:
-                try:
-                    st = os.stat(self.path)  # noqa: PTH116 - once per commit: without pathlib's overhead
-                    current = (st.st_dev, st.st_ino) == self._id
-                except FileNotFoundError:
-                    current = False
-                if current:
-                    written = os.write(fd, data)
-                    if written != len(data):
-                        raise OSError(f"{self.path}: {written} of {len(data)} bytes written")
+                st = os.stat(self.path)  # noqa: PTH116 - once per commit: without pathlib's overhead
+                if (st.st_dev, st.st_ino) == self._id:
                     return True
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            self.close()  # claimed by a mover, or deleted: go on in the file now at the path
+            except FileNotFoundError:
+                pass
+            self.close()  # claimed by a mover, or deleted: again, in the file now at the path
         return False
 
     def close(self) -> None:
@@ -119,7 +109,7 @@ class Appender:
 
     def _open(self) -> int:
         # The history holds what agents did with the user's apps: readable by the user alone.
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         st = os.fstat(fd)
         self._fd, self._id = fd, (st.st_dev, st.st_ino)
         return fd
@@ -130,7 +120,7 @@ def waiting(conn: sqlite3.Connection, database: Path) -> bool:
     that has not finished (or died), or in the first journal's table."""
     journal = file_of(database)
     try:
-        if journal.stat().st_size > 0:
+        if _holds_records(journal.lstat()):
             return True
     except OSError:
         pass
@@ -150,8 +140,10 @@ def folding(conn: sqlite3.Connection, database: Path) -> Iterator[int]:
             conn.execute(_TABLE_MOVE)
             moved += conn.execute("DELETE FROM calls_journal").rowcount
         for claimed in _claim(file_of(database)):
-            moved += _move(conn, claimed)
-            moved_files.append(claimed)
+            count = _move(conn, claimed)
+            if count is not None:
+                moved += count
+                moved_files.append(claimed)
         yield moved
     for claimed in moved_files:
         with suppress(FileNotFoundError):
@@ -170,39 +162,31 @@ def _claim(journal: Path) -> list[Path]:
         except OSError:
             continue  # claimed by another mover meanwhile
         claimed.append(mine)
-    if sys.platform == "win32":
-        return claimed
     try:
-        fd = os.open(journal, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return claimed
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # appenders hold it for one write
-        st = os.fstat(fd)
-        if st.st_size == 0:
+        if not _holds_records(journal.lstat()):
             return claimed
-        try:
-            now = journal.stat()
-        except FileNotFoundError:
-            return claimed  # claimed by another mover
-        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-            return claimed  # claimed by another mover, and a new journal begun: the next move takes it
         folder.mkdir(mode=0o700, exist_ok=True)
         mine = folder / _unique()
         journal.rename(mine)
         claimed.append(mine)
+    except FileNotFoundError:
+        pass  # none yet, or claimed by another mover
     except OSError as exc:
         log.debug("cannot claim %s: %s", journal, exc)
-    finally:
-        os.close(fd)
     return claimed
 
 
 def _claimed_files(journal: Path) -> list[Path]:
     try:
-        return [Path(entry.path) for entry in os.scandir(journal.with_name(journal.name + CLAIMED))]
+        with os.scandir(journal.with_name(journal.name + CLAIMED)) as entries:
+            return [Path(entry.path) for entry in entries if entry.is_file(follow_symlinks=False)]
     except OSError:
         return []
+
+
+def _holds_records(st: os.stat_result) -> bool:
+    """A regular file with something in it: the journal's path may hold anything (a folder, a link)."""
+    return stat.S_ISREG(st.st_mode) and st.st_size > 0
 
 
 def _age(path: Path) -> float:
@@ -216,9 +200,10 @@ def _unique() -> str:
     return f"{os.getpid()}-{uuid.uuid4().hex}"
 
 
-def _move(conn: sqlite3.Connection, claimed: Path) -> int:
+def _move(conn: sqlite3.Connection, claimed: Path) -> int | None:
     """Insert the rows of a claimed file into the calls table (in the caller's transaction); how many lines
-    held one. Broken lines (a write cut short) and lines that are not rows are skipped, and said."""
+    held one, or None when it cannot be read (it stays, said). Broken lines (a write cut short) and lines
+    that are not rows are skipped, and said."""
     moved = broken = 0
     try:
         with claimed.open("rb") as file:
@@ -233,6 +218,9 @@ def _move(conn: sqlite3.Connection, claimed: Path) -> int:
                     chunk = []
     except FileNotFoundError:
         return 0  # moved by another mover already
+    except OSError as exc:
+        log.warning("cannot read %s of the call journal: %s", claimed, exc)
+        return None
     if broken:
         log.warning("%s: %d line(s) of the call journal were not call records, skipped", claimed.name, broken)
     return moved

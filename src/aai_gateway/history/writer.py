@@ -8,9 +8,9 @@ client received is in the history even if the gateway is killed. A record is com
 - by the event loop, appended to the journal: the records of the calls that end in one turn of the
   loop share one write, and a call that ends alone is written at once, without waiting for the turn
   to end;
-- else by the writer thread, straight into the calls table (the journal cannot be written, a mover
-  holds its lock at that moment, or the database is in trouble), which takes whatever has queued
-  up, commits it in one transaction and waits for the lock as long as it must.
+- else by the writer thread, straight into the calls table (the journal cannot be written, or the
+  database is in trouble), which takes whatever has queued up, commits it in one transaction and
+  waits for the lock as long as it must.
 
 When the database cannot be written the records wait in memory (MAX_WAITING at most, the oldest
 dropped and counted) and the writer thread tries again every RETRY_EVERY seconds and with each new
@@ -241,8 +241,8 @@ class HistoryWriter:
         return [self.submit(record) for record in records]
 
     def _commit_now(self, records: list[Record]) -> bool:
-        """Append to the journal file; False when it would not take them at once (a mover holds its lock, the
-        database is in trouble, or the file cannot be written)."""
+        """Append to the journal file; False when it would not take them (the database is in trouble, or the
+        file cannot be written)."""
         if self._trouble is not None:
             return False
         appender = self._appender_here()
