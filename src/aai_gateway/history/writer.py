@@ -141,7 +141,6 @@ class HistoryWriter:
         self._drops_logged = -RETRY_EVERY
         self._queued: list[tuple[Record, asyncio.Future[Future[None] | None]]] = []
         self._since_checkpoint = 0
-        self._checkpoint: Future[Any] | None = None
         self._uncounted = 0
         """Records the writer thread committed since the hourly counts were last brought up to date."""
 
@@ -256,9 +255,9 @@ class HistoryWriter:
             self._close_here(broken=True)
             return False
         self._since_checkpoint += len(records)
-        if self._since_checkpoint >= CHECKPOINT_EVERY and (self._checkpoint is None or self._checkpoint.done()):
+        if self._since_checkpoint >= CHECKPOINT_EVERY:  # queued behind one still under way, if need be
             self._since_checkpoint = 0
-            self._checkpoint = self._submit("checkpoint")
+            self._submit("checkpoint")
         return True
 
     def _appender_here(self) -> Appender | None:
