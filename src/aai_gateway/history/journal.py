@@ -54,9 +54,9 @@ SUFFIX = ".journal"
 CLAIMED = ".d"
 """Beside the journal, the folder (`history.journal.d`) the files claimed by movers are renamed into."""
 WIDTH = len(COLUMNS.split(","))
-BATCH = 64
+BATCH = 16
 """Lines read and parsed at once while moving a file."""
-PIECE = 64
+PIECE = 16
 """Rows inserted by one statement at most (17 parameters each)."""
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _TABLE_MOVE = f"INSERT OR IGNORE INTO calls ({COLUMNS}) SELECT {COLUMNS} FROM calls_journal ORDER BY seq"  # noqa: S608
