@@ -30,6 +30,7 @@ gateways; what they left there is moved too.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
@@ -41,6 +42,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 from aai_gateway.history.record import Record
 from aai_gateway.history.rows import COLUMNS, stored_row
@@ -52,8 +54,10 @@ SUFFIX = ".journal"
 CLAIMED = ".d"
 """Beside the journal, the folder (`history.journal.d`) the files claimed by movers are renamed into."""
 WIDTH = len(COLUMNS.split(","))
-BATCH = 2000
-"""Lines moved by one statement."""
+BATCH = 16
+"""Lines read and parsed at once while moving a file."""
+PIECE = 16
+"""Rows inserted by one statement at most (17 parameters each)."""
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _TABLE_MOVE = f"INSERT OR IGNORE INTO calls ({COLUMNS}) SELECT {COLUMNS} FROM calls_journal ORDER BY seq"  # noqa: S608
 
@@ -210,9 +214,9 @@ def _move(conn: sqlite3.Connection, claimed: Path) -> int | None:
                 if line.strip():
                     chunk.append(line)
                 if chunk and (len(chunk) >= BATCH or not line):
-                    rows = _insert(conn, chunk)
-                    moved += rows
-                    broken += len(chunk) - rows
+                    rows = _insert(conn, _rows(chunk))
+                    moved += len(rows)
+                    broken += len(chunk) - len(rows)
                     chunk = []
     except FileNotFoundError:
         return 0  # moved by another mover already
@@ -224,53 +228,55 @@ def _move(conn: sqlite3.Connection, claimed: Path) -> int | None:
     return moved
 
 
-def _insert(conn: sqlite3.Connection, lines: list[bytes]) -> int:
-    """Insert the rows the lines hold with one statement; how many lines held a row.
-
-    SQLite itself reads the lines, given as one JSON array: the statement runs with the interpreter's
-    lock let go from start to end. Moving the file from Python (parsing each line, binding each value)
-    took the lock back after every row or every few, from the event loop's thread, which then waited
-    for it: a call's p50 rose by a quarter while a journal was moved (bench.history_cost). A line that
-    is not JSON (a write cut short) fails the array as a whole; the lines are then checked one by one.
-    """
-    array = _array(lines)
-    if array is not None:
+def _rows(lines: list[bytes]) -> list[list[Any]]:
+    """The rows the lines hold, as far as their shape tells: parsed at once, else (a broken line among them)
+    one by one, skipping those that are not rows."""
+    try:
+        rows = json.loads(b"[" + b",".join(lines) + b"]")
+        if all(type(row) is list and len(row) == WIDTH for row in rows):
+            return rows  # type: ignore[no-any-return]
+    except ValueError:
+        pass
+    found = []
+    for line in lines:
         try:
-            inserted: int = conn.execute(_INSERT_ROWS, (array,)).rowcount
-        except sqlite3.OperationalError as exc:
-            if "JSON" not in str(exc):  # "malformed JSON": a broken line; anything else is the database's
-                raise
-        else:
-            if inserted == len(lines):
-                return inserted
-            # fewer: lines that are not rows, or rows moved before (written again); counted apart
-            rows: int = conn.execute(_COUNT_ROWS, (array,)).fetchone()[0]
-            return rows
-    array = _array([line for line in lines if _json(line)]) or "[]"
-    conn.execute(_INSERT_ROWS, (array,))
-    found: int = conn.execute(_COUNT_ROWS, (array,)).fetchone()[0]
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if type(row) is list and len(row) == WIDTH:
+            found.append(row)
     return found
 
 
-def _array(lines: list[bytes]) -> str | None:
-    """The lines as the text of one JSON array (if they are JSON), or None when they are not all UTF-8."""
-    try:
-        return (b"[" + b",".join(lines) + b"]").decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+def _insert(conn: sqlite3.Connection, rows: list[list[Any]]) -> list[list[Any]]:
+    """Insert the rows, many to a statement; those inserted. SQLite works on each statement with the
+    interpreter's lock let go once, where a statement a row (executemany) would take the lock back after
+    every row, away from the event loop's thread. The statements take PIECE rows or a power of two fewer:
+    each size is prepared once and kept by the connection (one of 1,000 rows holds 1.5-3.5 MB). A value
+    SQLite cannot take (a list, an integer beyond 64 bits) fails its statement before it runs: those rows
+    are then checked one by one."""
+    inserted: list[list[Any]] = []
+    start = 0
+    while start < len(rows):
+        size = min(PIECE, 1 << ((len(rows) - start).bit_length() - 1))
+        piece = rows[start : start + size]
+        start += size
+        try:
+            conn.execute(_statement(size), [value for row in piece for value in row])
+            inserted += piece
+        except (sqlite3.ProgrammingError, sqlite3.InterfaceError, OverflowError, ValueError):
+            for row in piece:
+                if all(type(value) in _SCALARS for value in row):
+                    with suppress(OverflowError, ValueError):
+                        conn.execute(_statement(1), row)
+                        inserted.append(row)
+    return inserted
 
 
-def _json(line: bytes) -> bool:
-    try:
-        json.loads(line.decode("utf-8"))
-    except ValueError:
-        return False
-    return True
+_SCALARS = frozenset({str, int, float, type(None)})
 
 
-_SHAPE = f"""FROM json_each(?) AS j WHERE j.type = 'array' AND json_array_length(j.value) = {WIDTH}
-    AND NOT EXISTS (SELECT 1 FROM json_each(j.value) WHERE type IN ('array', 'object'))"""  # noqa: S608
-"""The lines that are rows: arrays of WIDTH values, none of them an array or an object."""
-_COLUMNS_OF_A_LINE = ", ".join(f"json_extract(j.value, '$[{i}]')" for i in range(WIDTH))
-_COUNT_ROWS = f"SELECT count(*) {_SHAPE}"
-_INSERT_ROWS = f"INSERT OR IGNORE INTO calls ({COLUMNS}) SELECT {_COLUMNS_OF_A_LINE} {_SHAPE}"
+@functools.cache  # PIECE and the powers of two below it
+def _statement(rows: int) -> str:
+    one = "(" + ", ".join("?" * WIDTH) + ")"
+    return f"INSERT OR IGNORE INTO calls ({COLUMNS}) VALUES {', '.join([one] * rows)}"  # noqa: S608
