@@ -57,7 +57,7 @@ PHASES: dict[str, list[tuple[str, str, str]]] = {
         ("aai_gateway.history.recorder", "Recorder", "begin"),
         ("aai_gateway.history.recorder", "Recorder", "ok"),
     ],
-    "logging": [("logging", "Logger", "handle")],
+    "logging": [("logging", "Logger", "handle"), ("aai_gateway.logs", "", "_write_waiting")],
     "answer": [
         ("aai_gateway.mcp.wire.calls", "", "_wire"),
         ("aai_gateway.mcp.wire.jsonrpc", "", "encoded"),
@@ -102,7 +102,8 @@ def probe() -> None:
         for module_name, owner_name, name in places:
             module = importlib.import_module(module_name)
             owner = getattr(module, owner_name) if owner_name else module
-            setattr(owner, name, counted(phase, getattr(owner, name)))
+            if hasattr(owner, name):  # a place an older gateway (the "before" of a comparison) may not have
+                setattr(owner, name, counted(phase, getattr(owner, name)))
 
     def write(*_: object) -> None:
         Path(os.environ[OUT]).write_text(json.dumps(dict(spent)))
