@@ -54,10 +54,8 @@ SUFFIX = ".journal"
 CLAIMED = ".d"
 """Beside the journal, the folder (`history.journal.d`) the files claimed by movers are renamed into."""
 WIDTH = len(COLUMNS.split(","))
-BATCH = 16
-"""Lines read and parsed at once while moving a file."""
 PIECE = 16
-"""Rows inserted by one statement at most (17 parameters each)."""
+"""Lines read, parsed and inserted by one statement at most while moving a file (17 parameters a row)."""
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _TABLE_MOVE = f"INSERT OR IGNORE INTO calls ({COLUMNS}) SELECT {COLUMNS} FROM calls_journal ORDER BY seq"  # noqa: S608
 
@@ -213,7 +211,7 @@ def _move(conn: sqlite3.Connection, claimed: Path) -> int | None:
             for line in itertools.chain(file, [b""]):
                 if line.strip():
                     chunk.append(line)
-                if chunk and (len(chunk) >= BATCH or not line):
+                if chunk and (len(chunk) >= PIECE or not line):
                     rows = _insert(conn, _rows(chunk))
                     moved += len(rows)
                     broken += len(chunk) - len(rows)
@@ -249,16 +247,16 @@ def _rows(lines: list[bytes]) -> list[list[Any]]:
 
 
 def _insert(conn: sqlite3.Connection, rows: list[list[Any]]) -> list[list[Any]]:
-    """Insert the rows, many to a statement; those inserted. SQLite works on each statement with the
-    interpreter's lock let go once, where a statement a row (executemany) would take the lock back after
-    every row, away from the event loop's thread. The statements take PIECE rows or a power of two fewer:
-    each size is prepared once and kept by the connection (one of 1,000 rows holds 1.5-3.5 MB). A value
-    SQLite cannot take (a list, an integer beyond 64 bits) fails its statement before it runs: those rows
-    are then checked one by one."""
+    """Insert the rows (PIECE at most), many to a statement; those inserted. SQLite works on each statement
+    with the interpreter's lock let go once, where a statement a row (executemany) would take the lock back
+    after every row, away from the event loop's thread. The statements take a power of two of rows: each
+    size is prepared once and kept by the connection (one of 1,000 rows holds 1.5-3.5 MB). A value SQLite
+    cannot take (a list, an integer beyond 64 bits) fails its statement before it runs: those rows are then
+    checked one by one."""
     inserted: list[list[Any]] = []
     start = 0
     while start < len(rows):
-        size = min(PIECE, 1 << ((len(rows) - start).bit_length() - 1))
+        size = 1 << ((len(rows) - start).bit_length() - 1)
         piece = rows[start : start + size]
         start += size
         try:

@@ -70,7 +70,6 @@ from aai_gateway.history.schema import (
     corrupt,
     migrate,
     reason,
-    result_code,
     transaction,
 )
 from aai_gateway.processes import alive
@@ -131,7 +130,7 @@ class HistoryWriter:
         self._thread: threading.Thread | None = None
         self._here: Appender | None = None
         self._generation = 0
-        """Counts the writer's (re)openings of the database; the loop reopens its connection after one."""
+        """Counts the writer's (re)openings of the database; the loop tries the journal again after one."""
         self._here_failed_at = -1
         self._signature: Signature | None = None
         self._waiting: deque[Record] = deque(maxlen=MAX_WAITING)
@@ -197,7 +196,7 @@ class HistoryWriter:
     async def aclose(self) -> None:
         if self._queued:  # not committed yet by the loop: now, before the writer stops
             self._commit_queued()
-        self._close_here()  # here, on the loop that uses it, not in the thread that stops the writer
+        self._close_here()  # on the loop, which alone uses it, not in the thread that stops the writer
         await asyncio.to_thread(self.close)
 
     def trouble(self) -> Trouble | None:
@@ -541,10 +540,6 @@ def _signature(path: Path | str) -> Signature | None:
 def _close_quietly(conn: sqlite3.Connection) -> None:
     with suppress(sqlite3.Error):
         conn.close()
-
-
-def _busy(exc: sqlite3.Error) -> bool:
-    return result_code(exc) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _settle(done: Future[Any], error: BaseException | None = None, value: Any = None) -> None:
