@@ -14,6 +14,7 @@ import stat
 import subprocess
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -196,6 +197,28 @@ async def test_concurrent_calls_refresh_once(
     assert len(set(tokens)) == 1
     assert tokens[0] != first.access_token
     assert userinfo(provider.issuer, tokens[0]).status_code == 200
+
+
+def test_many_threads_at_once_share_the_keyring(session_bus: Bus, keyring: GnomeKeyring, tmp_path: Path) -> None:
+    """gnome-keyring 42 answers NoSuchObject at random, or aborts, when several connections use it at
+    once: every probe, read and write here must still land on the keyring, and the daemon must live."""
+    settings = settings_of(tmp_path / "many")
+    key = secret_key("https://api.example.com", "oauth")
+
+    def one(turn: int) -> str | None:
+        store = open_store(settings)
+        assert isinstance(store, KeyringStore)
+        if turn % 9 == 0:
+            store.set(key, f"value-{turn}")
+            return None
+        return store.get(key)
+
+    with ThreadPoolExecutor(9) as pool:
+        seen = list(pool.map(one, range(9 * 40)))
+    assert keyring.proc.poll() is None
+    assert {value for value in seen if value is not None} <= {f"value-{turn}" for turn in range(0, 9 * 40, 9)}
+    assert open_store(settings).get(key) is not None
+    assert not (settings.aai_home / "secrets.json").exists()
 
 
 async def test_failed_refresh_is_auth_expired_naming_the_command(

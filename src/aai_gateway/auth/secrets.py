@@ -32,6 +32,11 @@ PROBE_TIMEOUT = 5.0
 
 _warned: set[str] = set()
 
+_one_at_a_time = threading.Lock()
+"""Held around every keyring operation in this process. gnome-keyring 42 (Debian 12) answers
+NoSuchObject at random, and can abort, when several connections use it at once: eight calls
+refreshing one sign-in together were enough."""
+
 
 class SecretStore(Protocol):
     name: str
@@ -58,25 +63,37 @@ class KeyringStore:
     def _fail(self, action: str, exc: Exception) -> AuthConfigInvalid:
         return AuthConfigInvalid(f"the keyring ({self.name}) could not {action} a secret: {type(exc).__name__}")
 
+    def _turn(self) -> None:
+        if not _one_at_a_time.acquire(timeout=PROBE_TIMEOUT):
+            raise AuthConfigInvalid(f"the keyring ({self.name}) did not answer within {PROBE_TIMEOUT:g} s")
+
     def get(self, key: str) -> str | None:
+        self._turn()
         try:
             return self._backend.get_password(SERVICE, key)
         except KeyringError as exc:
             raise self._fail("read", exc) from None
+        finally:
+            _one_at_a_time.release()
 
     def set(self, key: str, value: str) -> None:
+        self._turn()
         try:
             self._backend.set_password(SERVICE, key, value)
         except KeyringError as exc:
             raise self._fail("store", exc) from None
+        finally:
+            _one_at_a_time.release()
 
     def delete(self, key: str) -> None:
-        if self.get(key) is None:
-            return
+        self._turn()
         try:
-            self._backend.delete_password(SERVICE, key)
+            if self._backend.get_password(SERVICE, key) is not None:
+                self._backend.delete_password(SERVICE, key)
         except KeyringError as exc:
             raise self._fail("delete", exc) from None
+        finally:
+            _one_at_a_time.release()
 
 
 def _secret_service() -> tuple[KeyringBackend, str]:
@@ -136,10 +153,14 @@ def _native_within(timeout: float) -> tuple[KeyringBackend, str]:
     outcome: list[tuple[KeyringBackend, str] | BaseException] = []
 
     def run() -> None:
+        if not _one_at_a_time.acquire(timeout=timeout):
+            return
         try:
             outcome.append(_native())
         except BaseException as exc:  # handed to the caller
             outcome.append(exc)
+        finally:
+            _one_at_a_time.release()
 
     worker = threading.Thread(target=run, name="aai-keyring-probe", daemon=True)
     worker.start()
