@@ -78,3 +78,36 @@ def test_verdicts_of_other_rules_are_dropped(tmp_path: Path) -> None:
     stale.write_text("{}")
     scan(settings(home))
     assert sorted(p.name for p in stale.parent.iterdir()) == [verdicts(home).name]
+
+
+def test_a_rescan_keeps_what_an_unchanged_file_loaded_and_rereads_a_changed_one(tmp_path: Path) -> None:
+    home, path = echo_home(tmp_path)
+    other = home / ".aai" / "dev.aai.other" / "aai.json"
+    other.parent.mkdir()
+    other.write_text(json.dumps(json.loads(path.read_text()) | {"appId": "dev.aai.other"}))
+    first = scan(settings(home))
+    again = scan(settings(home), first)
+    assert again.apps["dev.aai.echo"] is first.apps["dev.aai.echo"]
+    assert again.apps["dev.aai.other"] is first.apps["dev.aai.other"]
+    assert again.problems == first.problems
+
+    # Same size and modification time, other bytes: the content decides, not the file's times.
+    info = path.stat()
+    text = path.read_text()
+    renamed = text.replace('"echo"', '"ECHO"', 1)
+    assert len(renamed) == len(text)
+    assert renamed != text
+    path.write_text(renamed)
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    third = scan(settings(home), again)
+    assert third.apps["dev.aai.echo"] is not again.apps["dev.aai.echo"]
+    assert third.apps["dev.aai.echo"].to_json() != again.apps["dev.aai.echo"].to_json()
+    assert third.apps["dev.aai.other"] is again.apps["dev.aai.other"]
+
+    # A file that breaks is read again, and its last good version keeps serving.
+    path.write_text('{"broken": ')
+    fourth = scan(settings(home), third)
+    assert fourth.apps["dev.aai.echo"] is third.apps["dev.aai.echo"]
+    assert any("last good version" in p.message for p in fourth.problems)
+    other.unlink()
+    assert "dev.aai.other" not in scan(settings(home), fourth).apps

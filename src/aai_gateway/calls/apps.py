@@ -40,10 +40,10 @@ class Apps:
     def rescan(self) -> tuple[set[str], set[str]]:
         """Scan again; the ids of apps added, changed or removed (what clients must be told), and the ids
         served now."""
-        before = _fingerprints(self.served())
+        before = {a.app_id: a for a in self.served()}
         self.registry.replace(scan(self.settings, self.registry.scan))
-        after = _fingerprints(self.served())
-        changed = {app_id for app_id in before.keys() | after.keys() if before.get(app_id) != after.get(app_id)}
+        after = {a.app_id: a for a in self.served()}
+        changed = {app_id for app_id in before.keys() | after.keys() if _differ(before.get(app_id), after.get(app_id))}
         if changed:
             log.info("apps changed: %s; now serving %s", ", ".join(sorted(changed)), ", ".join(after) or "none")
         return changed, set(after)
@@ -135,5 +135,14 @@ class Apps:
         return f"no app '{app_id}' is installed; known apps: {', '.join(ids) or 'none'}.{hint}{web}"
 
 
-def _fingerprints(apps: list[Descriptor]) -> dict[str, str]:
-    return {a.app_id: json.dumps(a.to_json(), sort_keys=True, ensure_ascii=False) for a in apps}
+def _differ(before: Descriptor | None, after: Descriptor | None) -> bool:
+    """Whether an app changed; an unchanged file keeps its descriptor object, so most need no comparing."""
+    if before is after:
+        return False
+    if before is None or after is None:
+        return True
+    return _fingerprint(before) != _fingerprint(after)
+
+
+def _fingerprint(app: Descriptor) -> str:
+    return json.dumps(app.to_json(), sort_keys=True, ensure_ascii=False)

@@ -20,9 +20,18 @@ class Scan:
     platform: str
     broken: Mapping[str, tuple[Problem, ...]] = field(default_factory=dict)
     """Errors of descriptors that failed to load, by the app id their folder names (`<appId>/aai.json`)."""
+    parsed: Mapping[str, tuple[str, Loaded]] = field(default_factory=dict)
+    """Each good file's content hash and what it loaded to, by path: the next scan reuses what is unchanged."""
 
     @classmethod
-    def build(cls, loaded: list[Loaded], problems: list[Problem], platform: str, previous: Scan | None = None) -> Scan:
+    def build(
+        cls,
+        loaded: list[Loaded],
+        problems: list[Problem],
+        platform: str,
+        previous: Scan | None = None,
+        parsed: Mapping[str, tuple[str, Loaded]] | None = None,
+    ) -> Scan:
         """Index what was loaded; a file that broke since `previous` keeps its last good version serving.
 
         The folder of `<appId>/aai.json` names its app, and a macOS bundle's CFBundleIdentifier its own:
@@ -94,7 +103,7 @@ class Scan:
                         "warning",
                     )
                 )
-        return cls(apps=apps, problems=tuple(found), platform=platform, broken=broken)
+        return cls(apps=apps, problems=tuple(found), platform=platform, broken=broken, parsed=parsed or {})
 
     @property
     def errors(self) -> tuple[Problem, ...]:

@@ -88,10 +88,11 @@ def _lexists(path: Path) -> bool | OSError:
 def scan(settings: Settings, previous: Scan | None = None) -> Scan:
     """Read every descriptor the settings point at; the first file to claim an app id wins.
 
-    With `previous`, a descriptor that was good then and is broken now keeps its good version.
+    With `previous`, a descriptor that was good then and is broken now keeps its good version, and one
+    whose bytes are unchanged is not parsed again.
     """
     problems: list[Problem] = []
-    checked = Checked(settings.cache_dir)
+    checked = Checked(settings.cache_dir, previous.parsed if previous is not None else None)
     loaded: list[Loaded] = [checked.load(p, settings.max_descriptor_bytes) for p in candidates(settings, problems)]
     checked.save()
-    return Scan.build(loaded, problems, settings.platform, previous)
+    return Scan.build(loaded, problems, settings.platform, previous, checked.parsed)
