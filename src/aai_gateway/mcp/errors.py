@@ -3,29 +3,35 @@
 By default (`errorStyle: "result"`, MCP 2025-11-25 SEP-1303) an error of a tool call, a refused argument
 included, is a tool result with `isError: true` that the model reads and can act on; `"jsonrpc"` makes it
 a JSON-RPC error instead. A name that is no tool is a protocol error in both styles.
+
+The SDK's `MCPError` is imported where one is made, not with this module: a stdio session is served
+without the SDK until it needs it (mcp/stdio.py), and its calls' errors pass through here.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
-from mcp import MCPError
 
 from aai_gateway.errors import AaiError, ToolNotFound
+
+if TYPE_CHECKING:
+    from mcp import MCPError
 
 INVALID_PARAMS = -32602
 
 
-def to_mcp(error: AaiError) -> MCPError:
+def error_body(error: AaiError) -> dict[str, Any]:
     """`{code, message, data: {type, detail}}`; the message carries the detail for clients that show only it."""
-    return MCPError(code=error.code, message=str(error), data={"type": error.type, "detail": error.detail})
+    return {"code": error.code, "message": str(error), "data": {"type": error.type, "detail": error.detail}}
 
 
-def wire_error(error: MCPError) -> dict[str, Any]:
-    """An SDK error as the `error` member of a JSON-RPC response, for answers written without the SDK."""
-    wire: dict[str, Any] = error.error.model_dump(mode="json", exclude_none=True)
-    return wire
+def to_mcp(error: AaiError) -> MCPError:
+    """`error_body` as the SDK's error."""
+    from mcp import MCPError  # noqa: PLC0415 (see the module's docstring)
+
+    return MCPError(**error_body(error))
 
 
 def to_result(error: AaiError) -> types.CallToolResult:
@@ -52,6 +58,8 @@ def answer(error: AaiError, style: str) -> types.CallToolResult:
 def unknown_tool(error: ToolNotFound, style: str) -> MCPError:
     """A called name that is no tool: a protocol error, with MCP's code (-32602) in the result style and the
     protocol's own (-32003) in the JSON-RPC style; the type and detail travel in `data` either way."""
+    from mcp import MCPError  # noqa: PLC0415 (see the module's docstring)
+
     if style == "result":
         message = f"Unknown tool: {error.detail}"
         return MCPError(code=INVALID_PARAMS, message=message, data={"type": error.type, "detail": error.detail})
@@ -61,6 +69,8 @@ def unknown_tool(error: ToolNotFound, style: str) -> MCPError:
 def resource_not_found(error: AaiError, uri: str, style: str) -> MCPError:
     """A `resources/read` of a resource that does not exist: MCP's -32602 with the URI in `data` (SEP-2164) in
     the result style; the protocol's own code (APP_NOT_FOUND, -32002) in the JSON-RPC style."""
+    from mcp import MCPError  # noqa: PLC0415 (see the module's docstring)
+
     data = {"uri": uri, "type": error.type, "detail": error.detail}
     code = INVALID_PARAMS if style == "result" else error.code
     return MCPError(code=code, message=str(error), data=data)

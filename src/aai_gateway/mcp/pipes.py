@@ -8,6 +8,9 @@ serialised answer straight into one: about a quarter of a millisecond less per c
 As with the SDK's transport, fd 0 and fd 1 are pointed at the null device and at stderr while
 serving, so a child process or a stray print can neither read the client's requests nor corrupt
 the wire; both are restored on exit.
+
+Only the read stream the SDK reads (`pipe_reader.py`) imports the SDK, when the SDK is first wanted: a
+stdio session is served without it until then (mcp/stdio.py).
 """
 
 from __future__ import annotations
@@ -17,76 +20,27 @@ import fcntl
 import logging
 import os
 import stat
-from collections import deque
 from collections.abc import Callable
 from contextlib import suppress
-from typing import BinaryIO, Self, cast
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 import anyio
-from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types import JSONRPCError, JSONRPCResponse
 
-from aai_gateway.mcp.threaded import BACKLOG_LIMIT, HELD_LIMIT, Closing
-from aai_gateway.mcp.wire.early import Arrived
-from aai_gateway.mcp.wire.jsonrpc import PARSE_ERROR, Refusal, encoded, error
-from aai_gateway.mcp.wire.screen import screened
+from aai_gateway.mcp.pacing import BACKLOG_LIMIT, HELD_LIMIT, Closing
+
+if TYPE_CHECKING:
+    from mcp.shared.message import SessionMessage
+
+    from aai_gateway.mcp.pipe_reader import PipeReader
 
 log = logging.getLogger(__name__)
 
+Shortcut = Callable[[bytes], bool]
+"""Takes a whole line (with its newline) to answer itself, or returns False to pass it on."""
+
 LINE_LIMIT = 1 << 30
 """Longest request line accepted; the SDK's transport sets none, and arguments may carry megabytes."""
-
-
-class PipeReader(Closing):
-    """The server's read stream: one message per line, screened by the wire; a malformed line is answered
-    here, in order, and never reaches the SDK. Blank lines are skipped."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: PipeWriter) -> None:
-        self._reader = reader
-        self._writer = writer
-        self._skip = 0
-        self._arrivals: deque[float] = deque()
-
-    def arrivals(self, skip: int, arrivals: deque[float]) -> None:
-        """The lines read before the pipes opened: after the first `skip`, when each arrived."""
-        self._skip, self._arrivals = skip, arrivals
-
-    def _arrived(self) -> float | None:
-        if self._skip:
-            self._skip -= 1
-            return None
-        return self._arrivals.popleft() if self._arrivals else None
-
-    async def receive(self) -> SessionMessage | Exception:
-        while True:
-            try:
-                line = await self._reader.readline()
-                arrived = self._arrived() if self._arrivals else None
-            except ValueError:  # longer than LINE_LIMIT: the reader has dropped it
-                await self._writer.send_line(encoded(error(None, PARSE_ERROR, "Parse error: line longer than 1 GiB")))
-                continue
-            except (ConnectionError, OSError) as exc:
-                raise anyio.EndOfStream from exc
-            if not line:
-                raise anyio.EndOfStream
-            if line.isspace():
-                continue
-            message = screened(line)
-            if isinstance(message, SessionMessage) and arrived is not None:
-                return SessionMessage(message.message, metadata=ServerMessageMetadata(request_context=Arrived(arrived)))
-            if not isinstance(message, Refusal):
-                return message
-            if message.answer is not None:
-                await self._writer.send_line(encoded(message.answer))
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
 
 
 class PipeWriter(Closing):
@@ -152,8 +106,11 @@ class Offering(asyncio.StreamReaderProtocol):
     def __init__(self, reader: asyncio.StreamReader) -> None:
         super().__init__(reader)
         self.stream = reader
-        self.shortcut: Callable[[bytes], bool] | None = None
+        self.shortcut: Shortcut | None = None
         """A line it returns True for is its to answer and is not passed on."""
+        self._ended: Callable[[bool], None] | None = None
+        self._end: bool | None = None
+        """Once stdin ended, whether an unfinished last line was passed on then."""
         self._partial = bytearray()
         """The start of a line still arriving; grown in place, since a line of megabytes comes in many pieces."""
 
@@ -174,11 +131,30 @@ class Offering(asyncio.StreamReaderProtocol):
         if whole:
             super().data_received(whole)
 
+    def when_ended(self, told: Callable[[bool], None]) -> None:
+        """Tell `told` when stdin ends (or fails), or now if it has, and whether an unfinished last line was
+        passed on then."""
+        self._ended = told
+        if self._end is not None:
+            told(self._end)
+
+    def _finish(self, rest: bool) -> None:
+        if self._end is None:
+            self._end = rest
+            if self._ended is not None:
+                self._ended(rest)
+
     def eof_received(self) -> bool | None:
-        if self._partial:
+        rest = bool(self._partial)
+        if rest:
             super().data_received(bytes(self._partial))
             self._partial.clear()
+        self._finish(rest)
         return super().eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._finish(False)
+        super().connection_lost(exc)
 
 
 class Pipes:
@@ -187,18 +163,27 @@ class Pipes:
     def __init__(
         self,
         offering: Offering,
-        writer: asyncio.StreamWriter,
+        writer: PipeWriter,
         transports: tuple[asyncio.BaseTransport, asyncio.BaseTransport],
         wires: tuple[BinaryIO, BinaryIO],
         blocking: tuple[bool, bool],
     ) -> None:
         self.offering = offering
-        self.writer = PipeWriter(writer)
+        self.writer = writer
         self.writer.stdin = cast("asyncio.ReadTransport", transports[0])
-        self.reader = PipeReader(offering.stream, self.writer)
+        self._reader: PipeReader | None = None
         self._transports = transports
         self._wires = wires
         self._blocking = blocking
+
+    @property
+    def reader(self) -> PipeReader:
+        """The SDK's read stream: the lines `offering` did not take, in order."""
+        if self._reader is None:
+            from aai_gateway.mcp.pipe_reader import PipeReader  # noqa: PLC0415 (imports the SDK)
+
+            self._reader = PipeReader(self.offering.stream, self.writer)
+        return self._reader
 
     def close(self) -> None:
         for fd, wire in enumerate(self._wires):
@@ -210,8 +195,13 @@ class Pipes:
             transport.close()
 
 
-async def open_pipes(unread: bytes = b"") -> Pipes:
+async def open_pipes(
+    unread: bytes = b"", taking: Callable[[PipeWriter], Shortcut] | None = None, offered: bytes = b""
+) -> Pipes:
     """Streams over stdin and stdout; stdin then reads the null device and stdout writes to stderr.
+
+    `unread` is what the stream reader holds first; with `taking`, its shortcut for the writer is the
+    offering's before anything is read, and is offered `offered` (read from stdin before) first.
 
     Raises ValueError, with stdin and stdout untouched, where the event loop cannot watch them (a
     regular file, the null device): the caller then falls back to the SDK's transport.
@@ -227,11 +217,15 @@ async def open_pipes(unread: bytes = b"") -> Pipes:
     reader.feed_data(unread)  # read from stdin before, and still to be served
     transports: list[asyncio.BaseTransport] = []
     try:
-        offering = Offering(reader)
-        read_transport, _ = await loop.connect_read_pipe(lambda: offering, wire_in)
-        transports.append(read_transport)
         write_transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, wire_out)
         transports.append(write_transport)
+        writer = PipeWriter(asyncio.StreamWriter(write_transport, protocol, None, loop))
+        offering = Offering(reader)
+        if taking is not None:
+            offering.shortcut = taking(writer)
+            offering.data_received(offered)
+        read_transport, _ = await loop.connect_read_pipe(lambda: offering, wire_in)
+        transports.insert(0, read_transport)
     except (ValueError, OSError) as exc:
         for transport in transports:
             transport.close()
@@ -245,7 +239,6 @@ async def open_pipes(unread: bytes = b"") -> Pipes:
     finally:
         os.close(null)
     os.dup2(2, 1)
-    writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
     return Pipes(offering, writer, (read_transport, write_transport), (wire_in, wire_out), blocking)
 
 

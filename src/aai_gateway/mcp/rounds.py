@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as types
@@ -23,47 +22,14 @@ from mcp.server import ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from aai_gateway.consent import ANSWER_TITLES, Answer, Question
+from aai_gateway.consent import Answer
 from aai_gateway.consent.rounds import InputNeeded, Round, key
 from aai_gateway.errors import InvalidParams
+from aai_gateway.mcp.forms import chosen, form_of, takes_forms
 
 log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
-
-
-def consent_form(titles: Mapping[Answer, str] = ANSWER_TITLES) -> dict[str, Any]:
-    """The form a consent question is put with: one choice among the answers offered."""
-    return {
-        "type": "object",
-        "properties": {
-            "decision": {
-                "type": "string",
-                "title": "Allow this?",
-                "oneOf": [{"const": answer.value, "title": title} for answer, title in titles.items()],
-            }
-        },
-        "required": ["decision"],
-    }
-
-
-def form_of(question: Question) -> types.ElicitRequestFormParams:
-    return types.ElicitRequestFormParams(message=question.message(), requested_schema=consent_form(question.titles()))
-
-
-def takes_forms(capabilities: types.ClientCapabilities | None) -> bool:
-    """Whether a client declared form elicitation (a bare `elicitation: {}` is form; url-only is not)."""
-    elicitation = capabilities.elicitation if capabilities is not None else None
-    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
-
-
-def chosen(result: types.ElicitResult) -> Answer | None:
-    """The answer a filled-in form gives: a decline is DENY; a dismissed form, or no valid choice, None."""
-    if result.action == "decline":
-        return Answer.DENY
-    decision = (result.content or {}).get("decision") if result.action == "accept" else None
-    known = {answer.value: answer for answer in Answer}
-    return known.get(decision) if isinstance(decision, str) else None
 
 
 def boundary(audience: str) -> RequestStateBoundary:

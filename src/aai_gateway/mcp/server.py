@@ -8,10 +8,11 @@ with `<appId>:<tool>` (or its strict spelling) runs a tool directly. Both go thr
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -22,29 +23,31 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from aai_gateway import __version__
 from aai_gateway.consent import Answer, Ask, Question
 from aai_gateway.consent.rounds import InputNeeded
-from aai_gateway.errors import AaiError, AppNotFound, InvalidParams, ToolNotFound
+from aai_gateway.errors import AaiError, AppNotFound, ToolNotFound
+from aai_gateway.mcp import listings
 from aai_gateway.mcp.batch_questions import ask_first
 from aai_gateway.mcp.catalogue import SERVER_NAME, instructions, tool_list
 from aai_gateway.mcp.errors import answer, resource_not_found, unknown_tool
+from aai_gateway.mcp.forms import chosen, consent_form, form_of, takes_forms
+from aai_gateway.mcp.listings import APP_TEMPLATE, DESCRIPTOR_MIME
 from aai_gateway.mcp.names import APP_PREFIX, Names, Target
 from aai_gateway.mcp.notify import Notifier
-from aai_gateway.mcp.relay import SessionRelay
-from aai_gateway.mcp.rounds import Rounds, boundary, chosen, consent_form, form_of, modern, takes_forms
+from aai_gateway.mcp.relay import ConnectionRelay, SessionRelay
+from aai_gateway.mcp.rounds import Rounds, boundary, modern
 from aai_gateway.mcp.sdk_private import connection_of
 from aai_gateway.mcp.tasks import Tasks
+from aai_gateway.mcp.tools import Tools
+from aai_gateway.mcp.wire.calls import TAKEN
 from aai_gateway.mcp.wire.early import Arrived
-from aai_gateway.service import MAX_BATCH, Caller, Forwarded, Gateway
-from aai_gateway.text import unencodable
+from aai_gateway.service import Caller, Gateway
 
 log = logging.getLogger(__name__)
-
-DESCRIPTOR_MIME = "application/aai+json"
-APP_TEMPLATE = APP_PREFIX + "{appId}"
 
 
 ASK_TIMEOUT = 300.0
@@ -89,13 +92,15 @@ async def _before_initialize(ctx: ServerRequestContext[Any], call_next: CallNext
 class GatewayServer:
     """The SDK server for one Gateway, shared by every session of every transport."""
 
-    def __init__(self, gateway: Gateway, transport: str = "stdio") -> None:
+    def __init__(self, gateway: Gateway, transport: str = "stdio", tools: Tools | None = None) -> None:
         self.gateway = gateway
         self.transport = transport
         self.notifier = Notifier()
-        self._names: Names | None = None
+        self.tools = tools or Tools(gateway)
         self.connection: Connection | None = None
         """Over stdio, the one client's connection, once a request of it has been served."""
+        self.connected = asyncio.Event()
+        """Set when `connection` is."""
         self.sessions: weakref.WeakValueDictionary[str, Connection] = weakref.WeakValueDictionary()
         """Over HTTP, the connection of each session id, once a request of it has been served."""
         self._unheard = False
@@ -125,6 +130,7 @@ class GatewayServer:
         connection = self.notifier.remember(ctx.session)
         if self.transport == "stdio" and self.connection is None:
             self.connection = connection
+            self.connected.set()
             if connection is not None and self._unheard:  # told before this request's answer goes out
                 self._unheard = False
                 await self.notifier.lists_changed()
@@ -133,19 +139,14 @@ class GatewayServer:
 
     @property
     def names(self) -> Names:
-        if self._names is None:
-            settings = self.gateway.settings
-            self._names = Names(self.gateway.apps(), settings.platform, settings.tool_names)
-            for collision in self._names.collisions:
-                log.warning("%s", collision)
-        return self._names
+        return self.tools.names
 
     def initialization_options(self) -> InitializationOptions:
         return self.server.create_initialization_options()
 
     async def apps_changed(self, app_ids: set[str]) -> None:
         """The gateway rescanned and these apps were added, changed or removed: tell every client."""
-        self._names = None
+        self.tools.forget()
         if self.transport == "stdio" and self.connection is None:
             self._unheard = True
         await self.notifier.lists_changed()
@@ -187,7 +188,7 @@ class GatewayServer:
         try:
             if rounds is not None and target.kind == "batch" and isinstance(calls := arguments.get("calls"), list):
                 await ask_first(self.gateway, calls, caller, rounds.round.ask)
-            return await self.run(caller, target, arguments, meta)
+            return await self.tools.run(caller, target, arguments, meta)
         except AaiError as exc:
             return answer(exc, self.gateway.settings.error_style)
         except InputNeeded as needed:  # only a round's asker raises it
@@ -204,73 +205,16 @@ class GatewayServer:
             f"no tool named '{name}'; the tools are {fixed} and {names.direct_pattern()} (see resources/list)"
         )
 
-    async def run(
-        self, caller: Caller, target: Target, arguments: dict[str, Any], meta: Mapping[str, Any] | None = None
-    ) -> types.CallToolResult:
-        """Serve a call of one of the gateway's tools; `meta` is the request's `params._meta`."""
-        if meta and self.gateway.telemetry is not None:
-            caller = replace(caller, trace=meta)
-        if target.kind == "guide":
-            return _text(await self.gateway.guide_live(target.app_id, caller))
-        if target.kind == "exec":
-            app, tool, args = _exec_arguments(arguments, self.names.exec)
-            return _result(await self.gateway.call(app, tool, args, caller))
-        if target.kind == "direct":
-            return _result(await self.gateway.call(target.app_id, target.tool, arguments, caller))
-        if target.kind == "search":
-            text, found = await self.gateway.search(arguments.get("query"), arguments.get("limit"))
-            return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=found)
-        if target.kind == "install":
-            return _text(await self.gateway.install(arguments.get("app"), caller))
-        if target.kind == "batch":
-            calls, parallel, stop_on_error = _batch_arguments(arguments, self.names.batch)
-            report = await self.gateway.batch(calls, caller, parallel=parallel, stop_on_error=stop_on_error)
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=json.dumps(report, ensure_ascii=False))],
-                structured_content=report,
-            )
-        field = unencodable(arguments, "")
-        if field is not None:
-            raise InvalidParams(f"{field[1:]} holds half of a surrogate pair (a lone \\ud800-\\udfff escape)")
-        if target.kind == "wait":
-            text, answer = await self.gateway.wait(arguments, caller)
-            return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=answer)
-        if target.kind == "run":
-            text, report, failed = await self.gateway.run(arguments, caller)
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=text)], structured_content=report, is_error=failed
-            )
-        url = arguments.get("url")
-        if not isinstance(url, str) or not url.strip():
-            raise InvalidParams(f"{self.names.discover} needs 'url' as a non-empty string: a web app's domain or URL")
-        return _text(self.gateway.guide_of(await self.gateway.discover(url)))
-
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         await self._seen(ctx)
-        return types.ListResourcesResult(
-            resources=[
-                types.Resource(
-                    uri=APP_PREFIX + app.app_id,
-                    name=app.name,
-                    description=app.description,
-                    mime_type=DESCRIPTOR_MIME,
-                )
-                for app in self.gateway.apps()
-            ]
-        )
+        return listings.resources(self.gateway)
 
     async def _list_resource_templates(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        template = types.ResourceTemplate(
-            uri_template=APP_TEMPLATE,
-            name="app descriptor",
-            description="The aai.json descriptor of an installed app; complete appId for the ids served",
-            mime_type=DESCRIPTOR_MIME,
-        )
-        return types.ListResourceTemplatesResult(resource_templates=[template])
+        return listings.templates()
 
     async def _complete(
         self, ctx: ServerRequestContext[Any], params: types.CompleteRequestParams
@@ -287,7 +231,7 @@ class GatewayServer:
     async def _list_prompts(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=[])
+        return listings.prompts()
 
     async def _subscribe(
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams
@@ -320,35 +264,50 @@ class GatewayServer:
         )
 
 
-def _exec_arguments(arguments: dict[str, Any], name: str) -> tuple[str, str, dict[str, Any]]:
-    app, tool, args = arguments.get("app"), arguments.get("tool"), arguments.get("args", {})
-    if not isinstance(app, str) or not app:
-        raise InvalidParams(f"{name} needs 'app' as a non-empty string (an app id)")
-    if not isinstance(tool, str) or not tool:
-        raise InvalidParams(f"{name} needs 'tool' as a non-empty string (an operation name from the guide)")
-    if args is None:
-        args = {}
-    if not isinstance(args, dict):
-        raise InvalidParams(f"{name} needs 'args' as an object of named arguments, got {type(args).__name__}")
-    return app, tool, args
-
-
-def _batch_arguments(arguments: dict[str, Any], name: str) -> tuple[list[Any], bool, bool]:
-    calls, parallel, stop = arguments.get("calls"), arguments.get("parallel", True), arguments.get("stopOnError", False)
-    if not isinstance(calls, list):
-        raise InvalidParams(f"{name} needs 'calls' as an array of {{app, tool, args}} objects (1 to {MAX_BATCH})")
-    for key, value in (("parallel", parallel), ("stopOnError", stop)):
-        if not isinstance(value, bool):
-            raise InvalidParams(f"{name} needs '{key}' as true or false, got {type(value).__name__}")
-    return calls, parallel, stop
-
-
 def _caller(ctx: ServerRequestContext[Any], transport: str, rounds: Rounds | None = None) -> Caller:
     """The caller of a request; a 2026-07-28 client is asked between rounds (`rounds`) or, without forms, not."""
     arrived = ctx.request.at if isinstance(ctx.request, Arrived) else None
     name = client_name(ctx.session.client_params)
     ask = (rounds.round.ask if rounds is not None else None) if modern(ctx) else _asker(ctx)
     return Caller(name=name, transport=transport, ask=ask, arrived=arrived, relay=SessionRelay(ctx))
+
+
+class Connected:
+    """A stdio session as the SDK's connection has it, for the fast path (`wire.calls.Session`)."""
+
+    kinds = TAKEN
+
+    def __init__(self, server: GatewayServer) -> None:
+        self.tools = server.tools
+        self._server = server
+        self._caller: tuple[Connection, Caller] | None = None
+
+    @property
+    def version(self) -> str | None:
+        connection = self._server.connection
+        return connection.protocol_version if connection is not None else None
+
+    def caller(self) -> Caller | None:
+        """The caller of the connection, once `ready_caller` has one (kept: a ready connection stays ready)."""
+        connection = self._server.connection
+        if self._caller is not None and self._caller[0] is connection:
+            return self._caller[1]
+        caller = ready_caller(connection, "stdio")
+        if caller is not None and connection is not None:
+            self._caller = (connection, caller)
+        return caller
+
+
+def ready_caller(connection: Connection | None, transport: str) -> Caller | None:
+    """The caller behind a connection whose handshake is done, on the handshake era; else None: the SDK
+    serves the session. Over HTTP consent questions travel on the session's standalone stream."""
+    if connection is None or not connection.initialize_accepted:
+        return None
+    if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return None
+    ask = asker_on(connection, standalone=transport == "http")
+    relay = ConnectionRelay(connection)
+    return Caller(name=client_name(connection.client_params), transport=transport, ask=ask, relay=relay)
 
 
 def client_name(params: types.InitializeRequestParams | None) -> str:
@@ -428,14 +387,3 @@ async def _standalone_stream(ping: Callable[[], Awaitable[object]]) -> bool:
                     return False
                 return True
     return False
-
-
-def _text(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
-
-
-def _result(value: Any) -> types.CallToolResult:
-    if isinstance(value, Forwarded):  # an MCP server's own answer: its content blocks as they came
-        return types.CallToolResult.model_validate(value)
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return _text(text)

@@ -14,40 +14,17 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import TracebackType
 from typing import BinaryIO, Self
 
 import anyio
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
+from aai_gateway.mcp.pacing import BACKLOG_LIMIT, HELD_LIMIT, Closing
 from aai_gateway.mcp.wire.jsonrpc import Refusal, cancelled_id, encoded, request_key
 from aai_gateway.mcp.wire.screen import screened
 
 log = logging.getLogger(__name__)
-
-BACKLOG_LIMIT = 4 << 20
-"""Bytes of answers waiting for a client that does not read, beyond which no new request is read
-(by this transport and by the pipes)."""
-HELD_LIMIT = 16 << 20
-"""Bytes of requests read and not answered yet, beyond which no new request is read (each holds a few
-copies of its arguments while it runs). Large, as a call waiting for the client's consent holds it too."""
-
-
-class Closing:
-    """`async with` closes the stream, as the SDK's streams do (the pipes' streams and these)."""
-
-    async def aclose(self) -> None:
-        return None
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc_val: BaseException | None, exc_tb: TracebackType | None
-    ) -> bool | None:
-        await self.aclose()
-        return None
 
 
 class ThreadWriter(Closing):

@@ -60,6 +60,12 @@ class Early:
         """Lines the SDK must see first, in order."""
         self.initialize_id: int | str | None = None
         """The id of the `initialize` answered here: the SDK's own answer to it is not sent."""
+        self.client: dict[str, Any] | None = None
+        """The params of the `initialize` answered here."""
+        self.version: str | None = None
+        """The protocol version that answer agreed on."""
+        self._waiting = False
+        """Whether a line in `replay` is a request or notification the SDK must serve (more than the handshake)."""
         self.eof = False
         self._buffer = b""
         self._handed_over = False
@@ -82,10 +88,26 @@ class Early:
     @property
     def unread(self) -> bytes:
         """What the SDK's transport must read before stdin itself: the replayed lines, then the rest."""
+        return self.replayed + self._buffer
+
+    @property
+    def replayed(self) -> bytes:
+        """The replayed lines, and the `tools/list` made up here after them."""
         probe = b""
         if self.initialize_id is not None:
             probe = encoded({"jsonrpc": "2.0", "id": PROBE_ID, "method": "tools/list"}) + b"\n"
-        return b"".join(self.replay) + probe + self._buffer
+        return b"".join(self.replay) + probe
+
+    @property
+    def rest(self) -> bytes:
+        """What was read after the replayed lines, not yet served."""
+        return self._buffer
+
+    @property
+    def settled(self) -> bool:
+        """Whether `initialize` was answered here and nothing read since waits for the SDK: the session
+        can go on without it (mcp/wire/front.py)."""
+        return self.initialize_id is not None and self.client is not None and not self._waiting
 
     @property
     def replayed_lines(self) -> int:
@@ -109,8 +131,11 @@ class Early:
         self.replay.append(line)
         if answer is None or message is None:
             self._handed_over = True
+            self._waiting = True
             return
         self.initialize_id = message["id"]
+        self.client = message["params"]
+        self.version = answer["protocolVersion"]
         self._write({"jsonrpc": "2.0", "id": message["id"], "result": answer})
 
     def answer_listing(self, tools: Callable[[], list[dict[str, Any]]]) -> bool:
@@ -131,6 +156,7 @@ class Early:
                 answered = True
             else:
                 self.replay.append(line)
+                self._waiting = True
             break
         self._handed_over = True
         return answered

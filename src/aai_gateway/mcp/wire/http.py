@@ -8,7 +8,7 @@ it. A body that is not a JSON-RPC message MCP allows is answered here, 400 with 
 With `fastHttp`, a `tools/call` of `aai:exec` or `<appId>:<tool>` is then answered here too, when the
 SDK would serve it with nothing left to check: its session is open in the SDK's session manager and
 one request of it has been served there (so its connection is known). The call runs through the same
-`GatewayServer.run` as on the SDK's path and is answered in the same wire form (about two
+`Tools.run` as on the SDK's path and is answered in the same wire form (about two
 milliseconds a request less than the SDK's session manager, transport, memory streams and model
 validation). Anything else goes to the SDK, with the body already read handed on unchanged. A
 `notifications/cancelled` for a call taken here cancels it, and the call's POST is answered as the
@@ -30,8 +30,8 @@ from starlette.types import Message as AsgiMessage
 from starlette.types import Receive, Scope, Send
 
 from aai_gateway.mcp.sdk_private import holding, open_transport
-from aai_gateway.mcp.server import GatewayServer
-from aai_gateway.mcp.wire.calls import EVERY, TAKEN, Call, answered, ready_caller, takeable
+from aai_gateway.mcp.server import GatewayServer, ready_caller
+from aai_gateway.mcp.wire.calls import EVERY, TAKEN, Call, answered, takeable
 from aai_gateway.mcp.wire.jsonrpc import (
     Message,
     Refusal,
@@ -137,7 +137,7 @@ class HttpCalls:
             return False
         if method == "notifications/cancelled":
             return await self._cancel(session_id, message.body, send)
-        call = takeable(self.server, message.body, kinds)
+        call = takeable(self.server.tools, message.body, kinds)
         if call is None or (session_id, request_key(call.request_id)) in self._running:
             return False
         with holding(transport):
@@ -158,7 +158,7 @@ class HttpCalls:
 
     async def _answer(self, session_id: str, call: Call, caller: Caller, version: str) -> dict[str, Any]:
         key = (session_id, request_key(call.request_id))
-        task = asyncio.create_task(answered(self.server, caller, call, version))
+        task = asyncio.create_task(answered(self.server.tools, caller, call, version))
         self._running[key] = task
         try:
             await asyncio.wait({task})

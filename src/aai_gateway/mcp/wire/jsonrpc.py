@@ -9,8 +9,11 @@ passes before the SDK sees it, over stdio and HTTP alike. It never raises: a mes
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any, TypeGuard
+
+log = logging.getLogger("aai_gateway.mcp.wire.screen")
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -35,6 +38,12 @@ class Refusal:
     answer: dict[str, Any] | None
     """The JSON-RPC error to send back; None for a notification, which is never answered."""
     reason: str
+
+
+def refused(refusal: Refusal) -> Refusal:
+    """`refusal`, logged: every path that refuses a message says so in these words."""
+    log.info("refused a malformed message: %s", refusal.reason)
+    return refusal
 
 
 def read(data: bytes) -> Message | Refusal:

@@ -13,7 +13,7 @@ import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from aai_gateway.mcp.wire.jsonrpc import INVALID_REQUEST, Message, Refusal, error, is_request_id, read
+from aai_gateway.mcp.wire.jsonrpc import INVALID_REQUEST, Message, Refusal, error, is_request_id, read, refused
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +22,7 @@ def screened(data: bytes) -> SessionMessage | Refusal:
     """The SDK's message for `data`, or the refusal to answer instead."""
     verdict = read(data)
     if isinstance(verdict, Refusal):
-        log.info("refused a malformed message: %s", verdict.reason)
-        return verdict
+        return refused(verdict)
     return sdk_message(verdict)
 
 
@@ -34,9 +33,8 @@ def sdk_message(message: Message) -> SessionMessage | Refusal:
         request_id = message.body.get("id")
         known = request_id if is_request_id(request_id) else None
         reason = f"not a JSON-RPC message MCP knows ({exc.error_count()} problems)"
-        log.info("refused a malformed message: %s", reason)
         answer = error(known, INVALID_REQUEST, f"Invalid Request: {reason}") if "id" in message.body else None
-        return Refusal(answer, reason)
+        return refused(Refusal(answer, reason))
 
 
 def refusal_message(refusal: Refusal) -> SessionMessage | None:
