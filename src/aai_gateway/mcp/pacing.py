@@ -4,7 +4,11 @@ closing as the SDK's streams do. Imports nothing of the SDK."""
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Self
+from typing import Generic, Self, TypeVar
+
+import anyio
+
+T = TypeVar("T")
 
 BACKLOG_LIMIT = 4 << 20
 """Bytes of answers waiting for a client that does not read, beyond which no new request is read
@@ -28,3 +32,19 @@ class Closing:
     ) -> bool | None:
         await self.aclose()
         return None
+
+
+class Reading(Closing, Generic[T]):
+    """A read stream the SDK iterates: what `receive` gives, until the stream ends."""
+
+    async def receive(self) -> T:
+        raise NotImplementedError
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> T:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None

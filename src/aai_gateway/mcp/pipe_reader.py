@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Self
 
 import anyio
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
-from aai_gateway.mcp.pacing import Closing
+from aai_gateway.mcp.pacing import Reading
 from aai_gateway.mcp.pipes import PipeWriter
 from aai_gateway.mcp.wire.early import Arrived
 from aai_gateway.mcp.wire.jsonrpc import PARSE_ERROR, Refusal, encoded, error
 from aai_gateway.mcp.wire.screen import screened
 
 
-class PipeReader(Closing):
+class PipeReader(Reading[SessionMessage | Exception]):
     """The server's read stream: one message per line, screened by the wire; a malformed line is answered
     here, in order, and never reaches the SDK. Blank lines are skipped."""
 
@@ -57,12 +56,3 @@ class PipeReader(Closing):
                 return message
             if message.answer is not None:
                 await self._writer.send_line(encoded(message.answer))
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None

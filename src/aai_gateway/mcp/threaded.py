@@ -14,13 +14,13 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import BinaryIO, Self
+from typing import BinaryIO
 
 import anyio
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
-from aai_gateway.mcp.pacing import BACKLOG_LIMIT, HELD_LIMIT, Closing
+from aai_gateway.mcp.pacing import BACKLOG_LIMIT, HELD_LIMIT, Closing, Reading
 from aai_gateway.mcp.wire.jsonrpc import Refusal, cancelled_id, encoded, request_key
 from aai_gateway.mcp.wire.screen import screened
 
@@ -88,7 +88,7 @@ class ThreadWriter(Closing):
         await self._open.wait()
 
 
-class ThreadReader(Closing):
+class ThreadReader(Reading[SessionMessage | Exception]):
     """The server's read stream: one message per line, screened by the wire; a malformed line is answered
     here, in order, and never reaches the SDK. Blank lines are skipped."""
 
@@ -119,15 +119,6 @@ class ThreadReader(Closing):
             request_id = cancelled_id(message.model_dump(by_alias=True))
             if request_id is not None:
                 self._writer.release(request_id)
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
 
 
 @contextmanager
