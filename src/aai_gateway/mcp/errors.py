@@ -5,16 +5,16 @@ included, is a tool result with `isError: true` that the model reads and can act
 a JSON-RPC error instead. A name that is no tool is a protocol error in both styles.
 
 The SDK's `MCPError` is imported where one is made, not with this module: a stdio session is served
-without the SDK until it needs it (mcp/stdio.py), and its calls' errors pass through here.
+without the SDK until it needs it (mcp/stdio.py), and its calls' errors pass through here. Results are
+plain JSON (mcp/results.py).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import mcp_types as types
-
 from aai_gateway.errors import AaiError, ToolNotFound
+from aai_gateway.mcp.results import ToolResult, tool_result
 
 if TYPE_CHECKING:
     from mcp import MCPError
@@ -34,13 +34,10 @@ def to_mcp(error: AaiError) -> MCPError:
     return MCPError(**error_body(error))
 
 
-def to_result(error: AaiError) -> types.CallToolResult:
+def to_result(error: AaiError) -> ToolResult:
     """The same error as an `isError` tool result: one line of text for the model, the parts for programs."""
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=result_text(error))],
-        structured_content={"error": {"code": error.code, "type": error.type, "detail": error.detail}},
-        is_error=True,
-    )
+    structured = {"error": {"code": error.code, "type": error.type, "detail": error.detail}}
+    return tool_result(result_text(error), structured, is_error=True)
 
 
 def result_text(error: AaiError) -> str:
@@ -48,7 +45,7 @@ def result_text(error: AaiError) -> str:
     return f"{error.type} ({error.code}): {' '.join(error.detail.split())}"
 
 
-def answer(error: AaiError, style: str) -> types.CallToolResult:
+def answer(error: AaiError, style: str) -> ToolResult:
     """A failed tool call's answer in `style`; raises the JSON-RPC error instead where the style wants one."""
     if style == "result":
         return to_result(error)

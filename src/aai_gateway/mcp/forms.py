@@ -1,15 +1,16 @@
 """A consent question as an MCP form elicitation, and the answer a filled-in form gives.
 
-Imports nothing of the SDK but its types: a stdio session served before the SDK is imported decides
-with `takes_forms` whether its calls can ask at all (mcp/wire/front.py).
+Imports nothing of the SDK (its types only where a form is made): a stdio session served before the SDK
+is imported decides with `takes_forms` whether its calls can ask at all (mcp/wire/front.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp_types as types
+if TYPE_CHECKING:
+    import mcp_types as types
 
 from aai_gateway.consent import ANSWER_TITLES, Answer, Question
 
@@ -30,13 +31,23 @@ def consent_form(titles: Mapping[Answer, str] = ANSWER_TITLES) -> dict[str, Any]
 
 
 def form_of(question: Question) -> types.ElicitRequestFormParams:
+    import mcp_types as types  # noqa: PLC0415 (see the module's docstring)
+
     return types.ElicitRequestFormParams(message=question.message(), requested_schema=consent_form(question.titles()))
 
 
-def takes_forms(capabilities: types.ClientCapabilities | None) -> bool:
-    """Whether a client declared form elicitation (a bare `elicitation: {}` is form; url-only is not)."""
-    elicitation = capabilities.elicitation if capabilities is not None else None
-    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+def takes_forms(capabilities: types.ClientCapabilities | Mapping[str, Any] | None) -> bool:
+    """Whether a client declared form elicitation (a bare `elicitation: {}` is form; url-only is not), by its
+    capabilities as the SDK read them or as sent."""
+    if capabilities is None:
+        return False
+    if isinstance(capabilities, Mapping):
+        elicitation = capabilities.get("elicitation")
+        return isinstance(elicitation, Mapping) and (
+            elicitation.get("form") is not None or elicitation.get("url") is None
+        )
+    declared = capabilities.elicitation
+    return declared is not None and (declared.form is not None or declared.url is None)
 
 
 def chosen(result: types.ElicitResult) -> Answer | None:

@@ -9,8 +9,8 @@ As with the SDK's transport, fd 0 and fd 1 are pointed at the null device and at
 serving, so a child process or a stray print can neither read the client's requests nor corrupt
 the wire; both are restored on exit.
 
-Only the read stream the SDK reads (`pipe_reader.py`) imports the SDK, when the SDK is first wanted: a
-stdio session is served without it until then (mcp/stdio.py).
+Only the SDK's own streams over these (`pipe_streams.py`) import the SDK, when the SDK is first wanted:
+a stdio session is served without it until then (mcp/stdio.py).
 """
 
 from __future__ import annotations
@@ -25,14 +25,11 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, BinaryIO, cast
 
 import anyio
-from mcp_types import JSONRPCError, JSONRPCResponse
 
 from aai_gateway.mcp.pacing import BACKLOG_LIMIT, HELD_LIMIT, Closing
 
 if TYPE_CHECKING:
-    from mcp.shared.message import SessionMessage
-
-    from aai_gateway.mcp.pipe_reader import PipeReader
+    from aai_gateway.mcp.pipe_streams import PipeReader, PipeSender
 
 log = logging.getLogger(__name__)
 
@@ -44,26 +41,15 @@ LINE_LIMIT = 1 << 30
 
 
 class PipeWriter(Closing):
-    """The server's write stream: each message serialised and written as one line, in the order sent."""
+    """Stdout: each serialised message written as one line, in the order sent."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
-        self.answered: set[int | str] = set()
-        """Requests answered before the SDK took over; the SDK's own answers to them are not sent."""
         self.stdin: asyncio.ReadTransport | None = None
         """Paused while more than BACKLOG_LIMIT bytes of answers wait, so that a client that stops
         reading stops the gateway taking (and answering into memory) further requests."""
         self._held = 0
         self._paused = False
-
-    async def send(self, item: SessionMessage, /) -> None:
-        message = item.message
-        if self.answered and isinstance(message, JSONRPCResponse | JSONRPCError) and message.id in self.answered:
-            self.answered.discard(message.id)
-            if isinstance(message, JSONRPCError):
-                log.warning("the SDK refused a request answered at start: %s", message.error.message)
-            return
-        await self.send_line(message.model_dump_json(by_alias=True, exclude_unset=True).encode())
 
     async def send_line(self, line: bytes) -> None:
         """Write one serialised message (without its newline)."""
@@ -171,19 +157,19 @@ class Pipes:
         self.offering = offering
         self.writer = writer
         self.writer.stdin = cast("asyncio.ReadTransport", transports[0])
-        self._reader: PipeReader | None = None
+        self._streams: tuple[PipeReader, PipeSender] | None = None
         self._transports = transports
         self._wires = wires
         self._blocking = blocking
 
-    @property
-    def reader(self) -> PipeReader:
-        """The SDK's read stream: the lines `offering` did not take, in order."""
-        if self._reader is None:
-            from aai_gateway.mcp.pipe_reader import PipeReader  # noqa: PLC0415 (imports the SDK)
+    def sdk_streams(self, answered: set[int | str]) -> tuple[PipeReader, PipeSender]:
+        """The SDK's read stream (the lines `offering` did not take, in order) and write stream, which drops
+        the SDK's answers to the requests `answered` before it took over."""
+        if self._streams is None:
+            from aai_gateway.mcp.pipe_streams import PipeReader, PipeSender  # noqa: PLC0415 (imports the SDK)
 
-            self._reader = PipeReader(self.offering.stream, self.writer)
-        return self._reader
+            self._streams = PipeReader(self.offering.stream, self.writer), PipeSender(self.writer, answered)
+        return self._streams
 
     def close(self) -> None:
         for fd, wire in enumerate(self._wires):

@@ -39,6 +39,7 @@ from aai_gateway.mcp.listings import APP_TEMPLATE, DESCRIPTOR_MIME
 from aai_gateway.mcp.names import APP_PREFIX, Names, Target
 from aai_gateway.mcp.notify import Notifier
 from aai_gateway.mcp.relay import ConnectionRelay, SessionRelay
+from aai_gateway.mcp.results import ToolResult, typed
 from aai_gateway.mcp.rounds import Rounds, boundary, modern
 from aai_gateway.mcp.sdk_private import connection_of
 from aai_gateway.mcp.tasks import Tasks
@@ -161,7 +162,13 @@ class GatewayServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
+    ) -> ToolResult | types.InputRequiredResult:
+        result = await self._called(ctx, params)
+        return typed(result) if isinstance(result, dict) else result
+
+    async def _called(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> ToolResult | types.InputRequiredResult:
         await self._seen(ctx)
         style = self.gateway.settings.error_style
         target = self.names.resolve(params.name)
@@ -176,7 +183,7 @@ class GatewayServer:
         if self.tasks.wanted(ctx, target.kind):  # no progress once answered: a task's client polls
             quiet = replace(caller, relay=None)
 
-            def work(begun: Callable[[], None]) -> Awaitable[types.CallToolResult | types.InputRequiredResult]:
+            def work(begun: Callable[[], None]) -> Awaitable[ToolResult | types.InputRequiredResult]:
                 return self._answered(replace(quiet, begun=begun), target, arguments, meta, rounds)
 
             return await self.tasks.start(ctx, params.name, work, style)
@@ -184,7 +191,7 @@ class GatewayServer:
 
     async def _answered(
         self, caller: Caller, target: Target, arguments: dict[str, Any], meta: Any, rounds: Rounds | None
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    ) -> ToolResult | types.InputRequiredResult:
         try:
             if rounds is not None and target.kind == "batch" and isinstance(calls := arguments.get("calls"), list):
                 await ask_first(self.gateway, calls, caller, rounds.round.ask)
@@ -209,12 +216,12 @@ class GatewayServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         await self._seen(ctx)
-        return listings.resources(self.gateway)
+        return types.ListResourcesResult.model_validate(listings.resources(self.gateway))
 
     async def _list_resource_templates(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        return listings.templates()
+        return types.ListResourceTemplatesResult.model_validate(listings.templates())
 
     async def _complete(
         self, ctx: ServerRequestContext[Any], params: types.CompleteRequestParams
@@ -231,7 +238,7 @@ class GatewayServer:
     async def _list_prompts(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        return listings.prompts()
+        return types.ListPromptsResult.model_validate(listings.prompts())
 
     async def _subscribe(
         self, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams

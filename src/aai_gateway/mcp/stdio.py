@@ -23,7 +23,7 @@ from aai_gateway.mcp.reload import keep_fresh
 from aai_gateway.mcp.tools import Tools
 from aai_gateway.mcp.wire.calls import FastCalls, LineWriter
 from aai_gateway.mcp.wire.early import Early
-from aai_gateway.mcp.wire.front import Front, client_params
+from aai_gateway.mcp.wire.front import Front
 from aai_gateway.service import Gateway
 
 if TYPE_CHECKING:
@@ -63,17 +63,17 @@ async def _streams(server: GatewayServer, early: Early | None) -> AsyncIterator[
     pipes = None
     if sys.platform != "win32" and server.gateway.settings.fast_stdio:
         pipes = await _pipes(early, early.unread if early else b"")
-        if pipes is not None and early is not None:
-            pipes.reader.arrivals(early.replayed_lines, early.arrivals)
     if pipes is None:
         with threaded_stdio() as streams:
             yield streams
         return
-    pipes.writer.answered = early.answered if early else set()
+    reader, sender = pipes.sdk_streams(early.answered if early else set())
+    if early is not None:
+        reader.arrivals(early.replayed_lines, early.arrivals)
     fast = FastCalls(Connected(server), pipes.writer)
     pipes.offering.shortcut = fast.take
     try:
-        yield pipes.reader, pipes.writer
+        yield reader, sender
     finally:
         try:
             with anyio.CancelScope(shield=True):
@@ -99,14 +99,11 @@ async def _serve_sdk(gateway: Gateway, early: Early | None, outdated: bool) -> N
 
 async def _serve_front(gateway: Gateway, early: Early) -> None:
     """The front serves the session until it wants the SDK, which then serves the rest of it."""
-    params = client_params(early)
-    if params is None:
-        return await _serve_sdk(gateway, early, outdated=False)
     wanted, ended = asyncio.Event(), asyncio.Event()
     fronts: list[Front] = []
 
     def front_on(writer: LineWriter) -> Shortcut:
-        fronts.append(Front(Tools(gateway), early, params, writer, wanted.set))
+        fronts.append(Front(Tools(gateway), early, writer, wanted.set))
         return fronts[0].take
 
     pipes = await _pipes(early, early.replayed, front_on, early.rest)
@@ -119,7 +116,6 @@ async def _serve_front(gateway: Gateway, early: Early) -> None:
             front.want_sdk("an unfinished last line")
         ended.set()
 
-    pipes.writer.answered = early.answered
     pipes.offering.when_ended(end)
     front.listen()
     try:
@@ -159,7 +155,8 @@ async def _hand_over(front: Front, pipes: Pipes, group: TaskGroup) -> None:
             front.sdk_caller.set_result(ready_caller(server.connection, "stdio"))
 
     group.start_soon(connected)
-    await server.server.run(pipes.reader, pipes.writer, server.initialization_options())
+    reader, sender = pipes.sdk_streams(front.answered)
+    await server.server.run(reader, sender, server.initialization_options())
 
 
 async def _either(*events: asyncio.Event) -> None:

@@ -35,6 +35,7 @@ from pydantic import ValidationError
 
 from aai_gateway.errors import AutomationFailed, ConsentRequired
 from aai_gateway.mcp.errors import answer, to_result
+from aai_gateway.mcp.results import ToolResult, typed
 from aai_gateway.mcp.rounds import modern
 from aai_gateway.mcp.sdk_private import connection_of
 
@@ -52,7 +53,7 @@ MOST_TASKS = 256
 
 Status = Literal["working", "completed", "failed", "cancelled"]
 Owner = tuple[str, str, str]
-Work = Callable[[Callable[[], None]], Awaitable[types.CallToolResult | types.InputRequiredResult]]
+Work = Callable[[Callable[[], None]], Awaitable[ToolResult | types.InputRequiredResult]]
 """A call's work, told how to say that it has begun; its answer as the plain call would have it."""
 
 
@@ -77,7 +78,7 @@ class Task:
     task_id: str
     owner: Owner
     tool: str
-    job: asyncio.Future[types.CallToolResult | types.InputRequiredResult]
+    job: asyncio.Future[ToolResult | types.InputRequiredResult]
     created: datetime = field(default_factory=_now)
     updated: datetime = field(default_factory=_now)
     status: Status = "working"
@@ -126,7 +127,7 @@ class Tasks:
 
     async def start(
         self, ctx: ServerRequestContext[Any], tool: str, work: Work, style: str
-    ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
+    ) -> ToolResult | types.InputRequiredResult | dict[str, Any]:
         """`work` run in the background; its answer when it ends before it begins (a question, a refusal, a
         bad argument), else a new task, once it has begun."""
         owner = owner_of(ctx, self.transport)
@@ -176,7 +177,7 @@ class Tasks:
                 log.info("task %s of %s expired while running: stopped", task.task_id, task.tool)
                 task.job.cancel()
 
-    def _ended(self, task: Task, job: asyncio.Future[types.CallToolResult | types.InputRequiredResult]) -> None:
+    def _ended(self, task: Task, job: asyncio.Future[ToolResult | types.InputRequiredResult]) -> None:
         task.updated = _now()
         if job.cancelled():
             task.status, task.message = "cancelled", f"{task.tool} was cancelled"
@@ -198,7 +199,7 @@ class Tasks:
         task.error = error.model_dump(by_alias=True, mode="json", exclude_none=True)
 
     @staticmethod
-    def _completed(task: Task, result: types.CallToolResult | types.InputRequiredResult) -> None:
+    def _completed(task: Task, result: ToolResult | types.InputRequiredResult) -> None:
         if isinstance(result, types.InputRequiredResult):  # a question asked once the work ran
             result = to_result(
                 ConsentRequired(
@@ -206,9 +207,9 @@ class Tasks:
                     "put; call it again without the tasks extension, or approve what it uses first"
                 )
             )
-        dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        task.result = serialize_server_result("tools/call", "2026-07-28", dumped)
-        task.status, task.message = "completed", f"{task.tool} ended" + (" with an error" if result.is_error else "")
+        task.result = serialize_server_result("tools/call", "2026-07-28", typed(result))
+        ended = " with an error" if result.get("isError") else ""
+        task.status, task.message = "completed", f"{task.tool} ended{ended}"
 
     def _find(self, ctx: ServerRequestContext[Any], params: TaskParams) -> Task:
         if not modern(ctx):

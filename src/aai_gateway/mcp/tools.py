@@ -2,7 +2,7 @@
 
 Everything here is the same whichever path a call takes: the SDK's request handling, the stdio and
 HTTP fast paths (mcp/wire/), or a stdio session served before the SDK is imported. It imports nothing
-of the SDK but its types (`mcp_types`), so that a session can be served without it.
+of the SDK, so that a session can be served without it; results are plain JSON (mcp/results.py).
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-import mcp_types as types
-
 from aai_gateway.errors import InvalidParams
 from aai_gateway.mcp.names import Names, Target
+from aai_gateway.mcp.results import ToolResult, forwarded, tool_result
 from aai_gateway.service import MAX_BATCH, Caller, Forwarded, Gateway
 from aai_gateway.text import unencodable
 
@@ -45,7 +44,7 @@ class Tools:
 
     async def run(
         self, caller: Caller, target: Target, arguments: dict[str, Any], meta: Mapping[str, Any] | None = None
-    ) -> types.CallToolResult:
+    ) -> ToolResult:
         """Serve a call of one of the gateway's tools; `meta` is the request's `params._meta`."""
         if meta and self.gateway.telemetry is not None:
             caller = replace(caller, trace=meta)
@@ -58,27 +57,22 @@ class Tools:
             return _result(await self.gateway.call(target.app_id, target.tool, arguments, caller))
         if target.kind == "search":
             text, found = await self.gateway.search(arguments.get("query"), arguments.get("limit"))
-            return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=found)
+            return tool_result(text, found)
         if target.kind == "install":
             return _text(await self.gateway.install(arguments.get("app"), caller))
         if target.kind == "batch":
             calls, parallel, stop_on_error = _batch_arguments(arguments, self.names.batch)
             report = await self.gateway.batch(calls, caller, parallel=parallel, stop_on_error=stop_on_error)
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=json.dumps(report, ensure_ascii=False))],
-                structured_content=report,
-            )
+            return tool_result(json.dumps(report, ensure_ascii=False), report)
         field = unencodable(arguments, "")
         if field is not None:
             raise InvalidParams(f"{field[1:]} holds half of a surrogate pair (a lone \\ud800-\\udfff escape)")
         if target.kind == "wait":
             text, answer = await self.gateway.wait(arguments, caller)
-            return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=answer)
+            return tool_result(text, answer)
         if target.kind == "run":
             text, report, failed = await self.gateway.run(arguments, caller)
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=text)], structured_content=report, is_error=failed
-            )
+            return tool_result(text, report, is_error=failed)
         url = arguments.get("url")
         if not isinstance(url, str) or not url.strip():
             raise InvalidParams(f"{self.names.discover} needs 'url' as a non-empty string: a web app's domain or URL")
@@ -108,12 +102,11 @@ def _batch_arguments(arguments: dict[str, Any], name: str) -> tuple[list[Any], b
     return calls, parallel, stop
 
 
-def _text(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+def _text(text: str) -> ToolResult:
+    return tool_result(text)
 
 
-def _result(value: Any) -> types.CallToolResult:
+def _result(value: Any) -> ToolResult:
     if isinstance(value, Forwarded):  # an MCP server's own answer: its content blocks as they came
-        return types.CallToolResult.model_validate(value)
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return _text(text)
+        return forwarded(value)
+    return tool_result(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))

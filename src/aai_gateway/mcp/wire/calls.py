@@ -12,7 +12,7 @@ and no answer is sent, as the SDK does.
 
 Which session the calls belong to, and who their caller is, is the `Session`'s to say: the SDK's
 connection (mcp/stdio.py), or, before the SDK is imported, the handshake answered at start
-(`front.py`). This module imports nothing of the SDK but its types.
+(`front.py`). This module imports nothing of the SDK.
 """
 
 from __future__ import annotations
@@ -23,12 +23,10 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import mcp_types as types
-from mcp_types.methods import serialize_server_result
-
 from aai_gateway.errors import AaiError
 from aai_gateway.mcp.errors import error_body, to_result
 from aai_gateway.mcp.names import Target
+from aai_gateway.mcp.results import on_the_wire
 from aai_gateway.mcp.tools import Tools
 from aai_gateway.mcp.wire.jsonrpc import (
     INTERNAL_ERROR,
@@ -196,20 +194,4 @@ async def answered(tools: Tools, caller: Caller, call: Call, version: str | None
     except Exception:
         log.exception("the call of request %r failed unexpectedly", request_id)
         return error(request_id, INTERNAL_ERROR, "Internal error")
-    return {"jsonrpc": "2.0", "id": request_id, "result": _wire(result, version)}
-
-
-def _wire(result: types.CallToolResult, version: str | None) -> dict[str, Any]:
-    """The result as the SDK would put it on the wire; a plain text answer, the common case, built directly."""
-    content = result.content
-    if (
-        len(content) == 1
-        and isinstance(content[0], types.TextContent)
-        and content[0].annotations is None
-        and content[0].meta is None
-        and result.structured_content is None
-        and result.meta is None
-    ):
-        return {"content": [{"text": content[0].text, "type": "text"}], "isError": result.is_error}
-    dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return serialize_server_result("tools/call", version or "", dumped) if version else dumped
+    return {"jsonrpc": "2.0", "id": request_id, "result": on_the_wire(result, version)}

@@ -1,6 +1,6 @@
 """A stdio session served before the MCP SDK is imported, until it asks for something only the SDK serves.
 
-The SDK and its types take about 26 MB of the gateway's memory and a quarter of a second to import.
+The SDK and its types take about 38 MB of the gateway's memory and a third of a second to import.
 Most sessions need little of it: after the handshake (answered in early.py) an agent lists the tools,
 reads a guide and calls operations. Here those calls (`calls.py` takes them, as it does once the SDK
 serves), pings and the listings of tools, resources and prompts (which some clients ask for at start)
@@ -19,10 +19,6 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import mcp_types as types
-from mcp_types.methods import serialize_server_result
-from pydantic import ValidationError
-
 from aai_gateway.consent import Answer, Question
 from aai_gateway.mcp import listings
 from aai_gateway.mcp.forms import takes_forms
@@ -40,15 +36,6 @@ KINDS = TAKEN | {"guide"}
 reads before its first call."""
 
 
-def client_params(early: Early) -> types.InitializeRequestParams | None:
-    """The params of the `initialize` early.py answered, as the SDK reads them; None when it would refuse
-    them (the SDK then serves the session, and says so)."""
-    try:
-        return types.InitializeRequestParams.model_validate(early.client)
-    except ValidationError:
-        return None
-
-
 LISTED = {"resources/templates/list": listings.templates, "prompts/list": listings.prompts}
 ANSWERED = frozenset({"ping", "tools/list", "resources/list", *LISTED})
 """Requests without params the front answers itself (the first page of each listing is the whole listing)."""
@@ -63,20 +50,23 @@ class Front:
         self,
         tools: Tools,
         early: Early,
-        params: types.InitializeRequestParams,
         writer: LineWriter,
         want_sdk: Callable[[], None],
     ) -> None:
         self.tools = tools
         self.version: str | None = early.version
+        self.answered = early.answered
+        """Requests answered before the SDK serves, or made up for it: its answers to them are not sent."""
         self._writer = writer
         self._want_sdk = want_sdk
         self.wanted = False
         """Whether the SDK was asked for."""
         self.sdk_caller: asyncio.Future[Caller | None] = asyncio.get_running_loop().create_future()
         """The caller on the SDK's connection, once the SDK serves the session (None if it has none)."""
-        ask = self._ask if takes_forms(params.capabilities) else None
-        self._caller = Caller(name=params.client_info.name, transport="stdio", ask=ask, relay=_Relay(self))
+        client = early.client or {}
+        ask = self._ask if takes_forms(client.get("capabilities")) else None
+        name = client.get("clientInfo", {}).get("name", "unknown")  # early.py checked it is a string
+        self._caller = Caller(name=name, transport="stdio", ask=ask, relay=_Relay(self))
         self.calls = FastCalls(self, writer)
         self._answering: set[asyncio.Task[None]] = set()
         self.server: Served | None = None
@@ -136,9 +126,7 @@ class Front:
             return {}
         if method == "tools/list":
             return {"tools": listing(self.gateway)}
-        found = listings.resources(self.gateway) if method == "resources/list" else LISTED[method]()
-        dumped = found.model_dump(by_alias=True, mode="json", exclude_none=True)
-        return serialize_server_result(method, self.version, dumped) if self.version else dumped
+        return listings.resources(self.gateway) if method == "resources/list" else LISTED[method]()
 
     def want_sdk(self, reason: str) -> None:
         if not self.wanted:

@@ -1,18 +1,23 @@
-"""The SDK's read stream over the pipes (mcp/pipes.py): one message per line, screened by the wire."""
+"""The SDK's read and write streams over the pipes (mcp/pipes.py): one message per line, screened by the
+wire on the way in."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 
 import anyio
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
+from mcp_types import JSONRPCError, JSONRPCResponse
 
-from aai_gateway.mcp.pacing import Reading
+from aai_gateway.mcp.pacing import Closing, Reading
 from aai_gateway.mcp.pipes import PipeWriter
 from aai_gateway.mcp.wire.early import Arrived
 from aai_gateway.mcp.wire.jsonrpc import PARSE_ERROR, Refusal, encoded, error
 from aai_gateway.mcp.wire.screen import screened
+
+log = logging.getLogger("aai_gateway.mcp.pipes")
 
 
 class PipeReader(Reading[SessionMessage | Exception]):
@@ -56,3 +61,24 @@ class PipeReader(Reading[SessionMessage | Exception]):
                 return message
             if message.answer is not None:
                 await self._writer.send_line(encoded(message.answer))
+
+
+class PipeSender(Closing):
+    """The SDK's write stream: each message serialised and written as one line, in the order sent."""
+
+    def __init__(self, writer: PipeWriter, answered: set[int | str]) -> None:
+        self._writer = writer
+        self._answered = answered
+        """Requests answered before the SDK took over; the SDK's own answers to them are not sent."""
+
+    async def send(self, item: SessionMessage, /) -> None:
+        message = item.message
+        if self._answered and isinstance(message, JSONRPCResponse | JSONRPCError) and message.id in self._answered:
+            self._answered.discard(message.id)
+            if isinstance(message, JSONRPCError):
+                log.warning("the SDK refused a request answered at start: %s", message.error.message)
+            return
+        await self._writer.send_line(message.model_dump_json(by_alias=True, exclude_unset=True).encode())
+
+    async def aclose(self) -> None:
+        await self._writer.aclose()
