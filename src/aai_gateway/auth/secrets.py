@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Protocol
 
 from keyring.backend import KeyringBackend
@@ -63,37 +64,34 @@ class KeyringStore:
     def _fail(self, action: str, exc: Exception) -> AuthConfigInvalid:
         return AuthConfigInvalid(f"the keyring ({self.name}) could not {action} a secret: {type(exc).__name__}")
 
-    def _turn(self) -> None:
+    @contextmanager
+    def _turn(self, action: str) -> Iterator[None]:
+        """The keyring to this thread alone while `action` runs; its errors as AuthConfigInvalid."""
         if not _one_at_a_time.acquire(timeout=PROBE_TIMEOUT):
-            raise AuthConfigInvalid(f"the keyring ({self.name}) did not answer within {PROBE_TIMEOUT:g} s")
+            raise AuthConfigInvalid(
+                f"the keyring ({self.name}) could not {action} a secret: an earlier request to it has waited "
+                f"more than {PROBE_TIMEOUT:g} s (an unlock prompt nobody answered?); answer or dismiss it, "
+                "then try again"
+            )
+        try:
+            yield
+        except KeyringError as exc:
+            raise self._fail(action, exc) from None
+        finally:
+            _one_at_a_time.release()
 
     def get(self, key: str) -> str | None:
-        self._turn()
-        try:
+        with self._turn("read"):
             return self._backend.get_password(SERVICE, key)
-        except KeyringError as exc:
-            raise self._fail("read", exc) from None
-        finally:
-            _one_at_a_time.release()
 
     def set(self, key: str, value: str) -> None:
-        self._turn()
-        try:
+        with self._turn("store"):
             self._backend.set_password(SERVICE, key, value)
-        except KeyringError as exc:
-            raise self._fail("store", exc) from None
-        finally:
-            _one_at_a_time.release()
 
     def delete(self, key: str) -> None:
-        self._turn()
-        try:
+        with self._turn("delete"):
             if self._backend.get_password(SERVICE, key) is not None:
                 self._backend.delete_password(SERVICE, key)
-        except KeyringError as exc:
-            raise self._fail("delete", exc) from None
-        finally:
-            _one_at_a_time.release()
 
 
 def _secret_service() -> tuple[KeyringBackend, str]:

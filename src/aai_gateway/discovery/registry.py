@@ -9,6 +9,7 @@ from pathlib import Path
 
 from aai_gateway.descriptor import Descriptor
 from aai_gateway.descriptor.validate import Loaded
+from aai_gateway.discovery.checked import Parsed
 from aai_gateway.problems import Problem
 
 
@@ -20,7 +21,7 @@ class Scan:
     platform: str
     broken: Mapping[str, tuple[Problem, ...]] = field(default_factory=dict)
     """Errors of descriptors that failed to load, by the app id their folder names (`<appId>/aai.json`)."""
-    parsed: Mapping[str, tuple[str, Loaded]] = field(default_factory=dict)
+    parsed: Parsed = field(default_factory=dict)
     """Each good file's content hash and what it loaded to, by path: the next scan reuses what is unchanged."""
 
     @classmethod
@@ -30,7 +31,7 @@ class Scan:
         problems: list[Problem],
         platform: str,
         previous: Scan | None = None,
-        parsed: Mapping[str, tuple[str, Loaded]] | None = None,
+        parsed: Parsed | None = None,
     ) -> Scan:
         """Index what was loaded; a file that broke since `previous` keeps its last good version serving.
 

@@ -98,7 +98,7 @@ class FastCalls:
         if not isinstance(message, Message):
             return False  # the read stream answers it, in order
         if message.method == "notifications/cancelled":
-            return self.cancel(cancelled_id(message.body))
+            return self._cancel(cancelled_id(message.body))
         call = takeable(session.tools, message.body, session.kinds)
         if call is None or request_key(call.request_id) in self._running:
             return False
@@ -123,11 +123,7 @@ class FastCalls:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    @property
-    def running(self) -> int:
-        return len(self._running)
-
-    def cancel(self, request_id: int | str | None) -> bool:
+    def _cancel(self, request_id: int | str | None) -> bool:
         """Cancel a call taken here; False when `request_id` is none of them."""
         key = request_key(request_id) if request_id is not None else None
         task = self._running.get(key) if key is not None else None
@@ -146,7 +142,6 @@ class FastCalls:
                 closed = error(call.request_id, CONNECTION_CLOSED, "Connection closed")
                 with suppress(Exception):
                     await asyncio.wait_for(self.writer.send_line(encoded(closed)), CLOSING_WRITE)
-            self._cancelled.discard(key)
             raise
         await self.writer.send_line(encoded(answer))
         log.debug("request %r answered off the wire", call.request_id)

@@ -107,7 +107,7 @@ class Early:
     def settled(self) -> bool:
         """Whether `initialize` was answered here and nothing read since waits for the SDK: the session
         can go on without it (mcp/wire/front.py)."""
-        return self.initialize_id is not None and self.client is not None and not self._waiting
+        return self.client is not None and not self._waiting
 
     @property
     def replayed_lines(self) -> int:

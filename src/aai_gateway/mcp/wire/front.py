@@ -4,10 +4,10 @@ The SDK and its types take about 38 MB of the gateway's memory and a third of a 
 Most sessions need little of it: after the handshake (answered in early.py) an agent lists the tools,
 reads a guide and calls operations. Here those calls (`calls.py` takes them, as it does once the SDK
 serves), pings and the listings of tools, resources and prompts (which some clients ask for at start)
-are answered straight from the gateway. The first line
-this front does not serve (resources, prompts, batches, a malformed message...) has the SDK imported:
-the session is replayed to it as early.py describes, the line and all after it are its to serve, and
-the calls this front took meanwhile run on. A call that must ask the user (consent, or a question an
+are answered straight from the gateway, and a malformed line is refused in the SDK path's words. The
+first line this front does not serve (`resources/read`, a batch, a call asking for progress...) has the
+SDK imported: the session is replayed to it as early.py describes, the line and all after it are its to
+serve, and the calls this front took meanwhile run on. A call that must ask the user (consent, or a question an
 MCP server relays) has the SDK imported too, and asks through the SDK's connection once it is up; so
 does a change of apps, which the SDK tells the client of.
 """
@@ -27,6 +27,7 @@ from aai_gateway.mcp.tools import Tools
 from aai_gateway.mcp.wire.calls import TAKEN, FastCalls, LineWriter
 from aai_gateway.mcp.wire.early import Early, listing
 from aai_gateway.mcp.wire.jsonrpc import Refusal, cancelled_id, encoded, is_request_id, read, refused
+from aai_gateway.relay import Relay
 from aai_gateway.service import Caller, Gateway
 
 log = logging.getLogger(__name__)
@@ -176,11 +177,13 @@ class _Relay:
         return None  # the front takes no call that asked for progress
 
     async def elicit(self, params: Mapping[str, Any]) -> dict[str, Any] | None:
-        caller = await self._front.on_sdk()
-        relay = caller.relay if caller is not None else None
+        relay = await self._sdk_relay()
         return await relay.elicit(params) if relay is not None else None
 
     async def sample(self, params: Mapping[str, Any]) -> dict[str, Any] | None:
-        caller = await self._front.on_sdk()
-        relay = caller.relay if caller is not None else None
+        relay = await self._sdk_relay()
         return await relay.sample(params) if relay is not None else None
+
+    async def _sdk_relay(self) -> Relay | None:
+        caller = await self._front.on_sdk()
+        return caller.relay if caller is not None else None

@@ -7,15 +7,11 @@ UTF-8; here each is refused by the book instead, in the same words whichever pat
 
 from __future__ import annotations
 
-import logging
-
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from aai_gateway.mcp.wire.jsonrpc import INVALID_REQUEST, Message, Refusal, error, is_request_id, read, refused
-
-log = logging.getLogger(__name__)
 
 
 def screened(data: bytes) -> SessionMessage | Refusal:
