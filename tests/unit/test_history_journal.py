@@ -11,6 +11,7 @@ import logging
 import os
 import sqlite3
 import stat
+import time
 from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
@@ -76,6 +77,7 @@ def test_the_writer_moves_the_journal_at_each_checkpoint_and_when_it_stops(
     store: HistoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(writer_module, "CHECKPOINT_EVERY", 5)
+    monkeypatch.setattr(writer_module, "MOST_WAITING", 5)  # calls that never pause
     ids = [f"r{n}" for n in range(12)]
     write(store, *ids)
     store.flush()
@@ -84,6 +86,45 @@ def test_the_writer_moves_the_journal_at_each_checkpoint_and_when_it_stops(
     assert sorted(calls + in_journal(store.path)) == sorted(ids)
     store.close()
     assert (calls_table(store.path), in_journal(store.path)) == (ids, [])
+
+
+def test_the_writer_moves_the_journal_when_the_calls_pause_not_while_they_go_on(
+    store: HistoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer_module, "CHECKPOINT_EVERY", 5)
+    monkeypatch.setattr(writer_module, "QUIET", 0.3)
+    store.start()
+    moved_while_busy: list[int] = []
+
+    async def main() -> None:
+        for n in range(40):  # a call every 20 ms: no pause of QUIET
+            await store.write(make(f"b{n}", T0 + timedelta(seconds=next(SECONDS))), alone=True)
+            await asyncio.sleep(0.02)
+        moved_while_busy.append(len(calls_table(store.path)))
+        await asyncio.sleep(1.0)  # the pause
+
+    asyncio.run(main())
+    assert moved_while_busy == [0], "35 records past CHECKPOINT_EVERY, none moved while calls went on"
+    deadline = time.monotonic() + 10
+    while len(calls_table(store.path)) < 40 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(calls_table(store.path)) == 40, "moved once the calls paused"
+    assert in_journal(store.path) == []
+
+
+def test_past_most_waiting_the_writer_moves_the_journal_though_calls_go_on(
+    store: HistoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer_module, "CHECKPOINT_EVERY", 5)
+    monkeypatch.setattr(writer_module, "MOST_WAITING", 20)
+    monkeypatch.setattr(writer_module, "QUIET", 60.0)
+    store.start()
+    write(store, *(f"m{n}" for n in range(19)))
+    store.flush()
+    assert calls_table(store.path) == [], "19 records wait for a pause"
+    write(store, "m19")
+    store.flush()
+    assert len(calls_table(store.path)) == 20, "the twentieth record set the move off"
 
 
 def test_a_journal_left_behind_is_moved_at_the_next_start_each_record_once(tmp_path: Path) -> None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import math
 import random
+import sqlite3
 import struct
+from contextlib import closing
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aai_gateway.history.sketch import ALPHA, SPARSE, Sketch, exact, merged, slot, value
+from aai_gateway.history.sketch import ALPHA, GAMMA, LOWEST, SLOTS, SPARSE, Sketch, exact, merged, slot, slot_sql, value
 
 FRACTIONS = (0.5, 0.95, 0.99, 0.0, 1.0)
 durations = st.lists(st.floats(min_value=1e-3, max_value=1e7, allow_nan=False), min_size=1, max_size=300)
@@ -105,3 +107,23 @@ def test_what_is_not_a_sketch_is_left_out() -> None:
     assert math.isfinite(low)
     assert math.isfinite(high)
     assert merged(bad[:8]).percentiles(0.5) == (None,)
+
+
+def test_sqlite_puts_each_duration_in_the_slot_python_does() -> None:
+    """The writer groups durations by slot in SQL: a duration in another slot than `Sketch.add` gives it would
+    move a percentile. The edges of the slots are where the two could part."""
+    rng = random.Random(7)  # noqa: S311 - made-up durations, the same each run
+    edges = [LOWEST * GAMMA**k for k in range(SLOTS + 2)]
+    values = [
+        *(rng.lognormvariate(-1, 3) for _ in range(50_000)),
+        *edges,
+        *(math.nextafter(edge, 0) for edge in edges),
+        *(math.nextafter(edge, math.inf) for edge in edges),
+        *(0.0, -1.0, LOWEST, 5e-324, 1e8, 1e9, 1e300),
+    ]
+    with closing(sqlite3.connect(":memory:")) as conn:
+        conn.execute("CREATE TABLE calls (duration_ms REAL)")
+        conn.executemany("INSERT INTO calls VALUES (?)", [(v,) for v in values])
+        query = f"SELECT {slot_sql('duration_ms')} FROM calls ORDER BY rowid"  # noqa: S608 - our own expression
+        found = [k for (k,) in conn.execute(query)]
+    assert [(v, k) for v, k in zip(values, found, strict=True) if k != slot(v)] == []

@@ -260,6 +260,7 @@ def test_writes_on_the_event_loop_commit_there_and_checkpoint_on_the_writer(
     store: HistoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(writer_module, "CHECKPOINT_EVERY", 100)
+    monkeypatch.setattr(writer_module, "MOST_WAITING", 100)  # calls that never pause
     store.start()
     jobs: list[str] = []
     submit = store._submit
@@ -408,6 +409,7 @@ def test_the_write_ahead_log_does_not_grow_under_a_steady_stream_of_calls(
 ) -> None:
     """Checkpoints that cannot catch up with the commits would let the log grow with every call."""
     monkeypatch.setattr(writer_module, "CHECKPOINT_EVERY", 50)
+    monkeypatch.setattr(writer_module, "MOST_WAITING", 50)  # calls that never pause
     monkeypatch.setattr(writer_module, "WAL_LIMIT", 256 * 1024)
     store.start()
     wal = Path(f"{store.path}-wal")

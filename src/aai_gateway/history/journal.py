@@ -9,9 +9,10 @@ ones). A commit into SQLite cost the loop more than anything else a call does (3
 into a table without indexes, the journal before this file).
 
 Records are moved (`folding`) in one transaction by whoever reads or counts the calls next: the writer
-thread before it counts new calls (each checkpoint, every CHECKPOINT_EVERY records), before a purge
-and when it stops, and each reader before its query (history/reader.py). A reader thus sees every
-committed call, and the journal never holds more than about CHECKPOINT_EVERY records. The mover
+thread before it counts new calls (each checkpoint: after CHECKPOINT_EVERY records, once the calls
+pause, see history/writer.py), before a purge and when it stops, and each reader before its query
+(history/reader.py). A reader thus sees every committed call, and the journal never holds more than
+about MOST_WAITING records. The mover
 claims the file by renaming it into `history.journal.d/` before it reads it, so appenders go on in a
 new file; one that finds, after its write, that the path no longer names the file it wrote (claimed
 meanwhile, perhaps read already, or deleted) writes the records again in the file now there. Every

@@ -3,7 +3,7 @@
 Counting a million calls anew for each look costs seconds, so the history also keeps counts per hour
 (schema 2, `SCHEMA` below): calls and failures per hour, app and tool; per hour, app and caller; failures
 per hour, app, tool and error type. Recording a call adds nothing to them: the store's writer thread
-adds the calls recorded since it last did (`count_new`, every CHECKPOINT_EVERY records and before each
+adds the calls recorded since it last did (`count_new`, with each checkpoint (history/writer.py) and before each
 purge, which takes the deleted calls off), and `counted` says up to which `seq`. Triggers doing it on
 each insert nearly doubled the cost of recording a call (bench.history_cost, 0.07 -> 0.13 ms). A range is read
 in one snapshot from these counts for its whole hours, plus the calls recorded since (seq above
@@ -24,15 +24,17 @@ each query on a million calls.
 
 from __future__ import annotations
 
+import functools
 import math
 import sqlite3
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
 from aai_gateway.history import runs
 from aai_gateway.history.record import iso
-from aai_gateway.history.sketch import Sketch, exact, merged, slot
+from aai_gateway.history.sketch import Sketch, exact, merged, slot, slot_sql
 
 TOP = 10
 """Rows in each ranking: error types, callers."""
@@ -357,13 +359,28 @@ def _add(
         _add_durations(conn, where, params, sign)
 
 
+@functools.cache
+def _slot_in_sql() -> str | None:
+    """The slot of `duration_ms` computed by SQLite, or None when its library was built without the math
+    functions (they are an option): then a Python function computes it, called back for each row."""
+    try:
+        with closing(sqlite3.connect(":memory:")) as probe:
+            probe.execute("SELECT ln(2.0), ceil(1.5)")
+    except sqlite3.OperationalError:
+        return None
+    return slot_sql("duration_ms")
+
+
 def _add_durations(conn: sqlite3.Connection, where: str, params: list[Any], sign: int = 1) -> None:
     """Add (or take off) the durations of the calls matching `where` to the sketches of their hours and
     days; SQL groups them by slot, so a sketch is read and written once per hour (day), app and tool."""
-    conn.create_function("aai_slot", 1, slot, deterministic=True)
+    slot_of = _slot_in_sql()
+    if slot_of is None:
+        conn.create_function("aai_slot", 1, slot, deterministic=True)
+        slot_of = "aai_slot(duration_ms)"
     hours: dict[tuple[str, str, str], Sketch] = {}
     for hour, app, tool, k, n, low, high in conn.execute(
-        f"SELECT {HOUR}, app, tool, aai_slot(duration_ms), count(*), min(duration_ms), max(duration_ms) "
+        f"SELECT {HOUR}, app, tool, {slot_of}, count(*), min(duration_ms), max(duration_ms) "
         f"FROM calls WHERE {where} GROUP BY 1, 2, 3, 4",
         params,
     ):
