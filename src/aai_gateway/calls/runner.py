@@ -153,10 +153,16 @@ class Calls:
         late = time.monotonic() - caller.arrived if caller.arrived is not None else 0.0
         asked: list[str] = []  # how the consent question this call asked ended, if it asked one
         found: list[Tool | Unknown | None] = [UNKNOWN if work is None else described]  # the tool called: the last
+
+        def found_tool(tool: Tool) -> None:
+            found.append(tool)
+            # once the call waits for its app, the record's arguments are worked out meanwhile
+            asyncio.get_running_loop().call_soon(self._recorder.prepare, pending, tool)
+
         try:
             calling: Awaitable[Any]
             if work is None:
-                calling = self._call(app_id, tool_name, args, caller, late, asked=asked.append, found=found.append)
+                calling = self._call(app_id, tool_name, args, caller, late, asked=asked.append, found=found_tool)
             else:
                 calling = self._settled(pending, described, work, asked.append)
             result = await self._counted(asked_by(caller.name, caller.ask, calling))

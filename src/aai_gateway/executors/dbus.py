@@ -26,6 +26,7 @@ from dbus_fast.validators import is_object_path_valid
 
 from aai_gateway import paths, session_bus, templates
 from aai_gateway.config import Settings
+from aai_gateway.deadlines import Deadlines
 from aai_gateway.descriptor import Binding, instances
 from aai_gateway.errors import (
     AaiError,
@@ -124,6 +125,7 @@ class DbusExecutor:
         self._recorded = settings.session_bus if settings else None
         self._record = (settings.aai_home if settings else paths.aai_home(paths.environ())) / paths.SESSION_BUS_FILE
         self._buses: dict[str, MessageBus] = {}
+        self._deadlines = Deadlines()
         self._connecting: dict[str, asyncio.Future[MessageBus]] = {}
         self._nodes: dict[tuple[str, str, str], Node | None] = {}
         self._signatures: dict[tuple[str, str, str, str, str], str] = {}
@@ -139,7 +141,7 @@ class DbusExecutor:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + call.timeout
         try:
-            async with asyncio.timeout(call.timeout):
+            async with self._deadlines.within(call.timeout):
                 bus = await self._bus(target.bus)
                 picking = instances.of(call.binding) if instances.is_pattern(target.service) else None
                 if picking is not None:

@@ -26,6 +26,7 @@ import httpx2
 
 from aai_gateway import __version__, paths
 from aai_gateway.config import Settings
+from aai_gateway.deadlines import Deadlines
 from aai_gateway.errors import AaiError, ApiRequestFailed, InvalidParams, Timeout
 from aai_gateway.executors.base import ToolCall
 from aai_gateway.executors.http_auth import (
@@ -87,6 +88,7 @@ class HttpExecutor:
         self._environ = paths.environ() if environ is None else environ
         self._client: httpx2.AsyncClient | None = None
         self._sessions: dict[tuple[str, str], str] = {}
+        self._deadlines = Deadlines()
         """(origin, header name) → the session header's value the API handed out last."""
         for name in ("httpx2", "httpcore2"):
             logging.getLogger(name).setLevel(logging.WARNING)
@@ -97,7 +99,7 @@ class HttpExecutor:
         loop = asyncio.get_running_loop()
         exchange = Exchange(call, request, auth_spec(call.binding.auth), loop.time() + call.timeout)
         try:
-            async with asyncio.timeout(call.timeout):
+            async with self._deadlines.within(call.timeout):
                 # A missing credential is the user's to fix first, and needs no network to find out.
                 await self._authenticate(exchange, force=False)
                 await check_host(request.base, self._settings)

@@ -24,6 +24,7 @@ from aai_gateway.descriptor import Tool
 from aai_gateway.errors import AaiError
 from aai_gateway.history.record import RUN_APP, Record, now
 from aai_gateway.history.redact import Redactor, shorten
+from aai_gateway.history.rows import encoded_args
 from aai_gateway.history.store import HistoryStore
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,16 @@ class _Run:
 
 
 @dataclass(frozen=True, slots=True)
+class _Early:
+    """A call's arguments as its record holds them, worked out before the call ends (`Recorder.prepare`)."""
+
+    tool: Tool | None
+    args: Any
+    redactor: Redactor
+    encoded_args: str
+
+
+@dataclass(slots=True)
 class Pending:
     call_id: str
     caller: str
@@ -63,6 +74,7 @@ class Pending:
     time: datetime = field(default_factory=now)
     parent: str | None = None
     step: str | None = None
+    early: _Early | None = None
 
 
 class Recorder:
@@ -97,6 +109,15 @@ class Recorder:
         step = None if step is None else step[:MAX_NAME]
         return Pending(call_id, caller[:MAX_NAME], transport, app, tool, args, parent=parent, step=step)
 
+    def prepare(self, pending: Pending, tool: Tool | None) -> None:
+        """Redact and encode the arguments of the call `pending` of `tool` now, for its record: called while
+        the app works on the call, this is not left to do between the call's end and its answer."""
+        try:
+            args, redactor = self._args(pending, tool)
+            pending.early = _Early(tool, args, redactor, encoded_args(args))
+        except Exception:  # worked out again when the call ends, where a failure is said
+            pending.early = None
+
     async def ok(
         self,
         pending: Pending,
@@ -112,10 +133,17 @@ class Recorder:
         `consent` how the consent question it asked ended (see `Record.consent`)."""
         try:
             tool = self._tool(pending) if isinstance(tool, Unknown) else tool
-            args, redactor = self._args(pending, tool)
+            args, redactor, encoded = self._arguments(pending, tool)
             text, truncated = excerpt(self._result(redactor, result, tool.returns if tool else None))
             record = self._record(
-                pending, args, "ok", duration_ms, result=text, result_truncated=truncated, consent=consent
+                pending,
+                args,
+                "ok",
+                duration_ms,
+                result=text,
+                result_truncated=truncated,
+                consent=consent,
+                encoded_args=encoded,
             )
         except Exception:
             log.exception("cannot record call %s in the history", pending.call_id)
@@ -193,7 +221,7 @@ class Recorder:
         tool: Tool | None,
         consent: str | None = None,
     ) -> Record:
-        args, redactor = self._args(pending, tool)
+        args, redactor, encoded = self._arguments(pending, tool)
         text = shorten(redactor.text(detail), MAX_DETAIL)
         return self._record(
             pending,
@@ -204,7 +232,16 @@ class Recorder:
             error_type=kind,
             error_detail=text,
             consent=consent,
+            encoded_args=encoded,
         )
+
+    def _arguments(self, pending: Pending, tool: Tool | None) -> tuple[Any, Redactor, str | None]:
+        """`_args`, and their JSON text when `prepare` worked them out for the same tool already."""
+        early = pending.early
+        if early is not None and early.tool is tool:
+            return early.args, early.redactor, early.encoded_args
+        args, redactor = self._args(pending, tool)
+        return args, redactor, None
 
     def _args(self, pending: Pending, tool: Tool | None) -> tuple[Any, Redactor]:
         """The redacted arguments, and a redactor that also cuts the values it masked out of other text

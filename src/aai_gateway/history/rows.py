@@ -18,6 +18,11 @@ INSERT = f"INSERT OR IGNORE INTO calls ({COLUMNS}) VALUES ({', '.join('?' * len(
 _ARGS_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
+def encoded_args(args: Any) -> str:
+    """A record's arguments as the calls table keeps them: JSON text."""
+    return _ARGS_ENCODER.encode(args)
+
+
 def stored_row(record: Record) -> tuple[Any, ...]:
     """The record's values as the calls table keeps them, in the order of COLUMNS."""
     return (
@@ -27,7 +32,7 @@ def stored_row(record: Record) -> tuple[Any, ...]:
         record.transport,
         record.app,
         record.tool,
-        _ARGS_ENCODER.encode(record.args),
+        record.encoded_args if record.encoded_args is not None else encoded_args(record.args),
         record.status,
         record.error_code,
         record.error_type,
