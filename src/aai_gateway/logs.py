@@ -105,8 +105,7 @@ def after_turn(logger: logging.Logger, message: str, *args: Any) -> None:
     if not logger.isEnabledFor(logging.INFO):
         return
     loop = asyncio.get_running_loop()
-    gateway = logging.getLogger("aai_gateway")
-    if logger.handlers or logger.filters or not _LIBRARIES or gateway.handlers != _LIBRARIES:
+    if logger.handlers or logger.filters or not _LIBRARIES or _GATEWAY.handlers != _LIBRARIES:
         loop.call_soon(partial(logger.info, message, *args))
         return
     if not _WAITING or _WRITER[0] is not loop:  # the first line of the turn (or of a loop after a closed one)
@@ -115,6 +114,7 @@ def after_turn(logger: logging.Logger, message: str, *args: Any) -> None:
     _WAITING.append((time.time(), logger.name, message, args))
 
 
+_GATEWAY = logging.getLogger("aai_gateway")
 _WAITING: list[tuple[float, str, str, tuple[Any, ...]]] = []
 """The lines `after_turn` writes at the end of this turn: when, the logger's name, the message, its arguments."""
 _WRITER: list[asyncio.AbstractEventLoop | None] = [None]
@@ -187,7 +187,7 @@ class StderrHandler(logging.StreamHandler[TextIO]):
     def write_text(self, text: str) -> None:
         try:
             self.stream.write(text)
-            self.flush()
+            self.stream.flush()  # under the lock already: Handler.flush would take it again
         except RecursionError:
             raise
         except Exception:
@@ -226,7 +226,7 @@ class SizedRotatingFileHandler(RotatingFileHandler):
                 if self._written >= self.maxBytes:
                     self.doRollover()
             self.stream.write(text)
-            self.flush()
+            self.stream.flush()
         except RecursionError:
             raise
         except Exception:

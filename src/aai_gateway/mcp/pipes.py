@@ -49,18 +49,25 @@ class PipeWriter(Closing):
         """Paused while more than BACKLOG_LIMIT bytes of answers wait, so that a client that stops
         reading stops the gateway taking (and answering into memory) further requests."""
         self._held = 0
+        self._backlog = 0
+        """Bytes of answers the transport held when last looked at."""
         self._paused = False
 
     async def send_line(self, line: bytes) -> None:
         """Write one serialised message (without its newline)."""
-        if self._writer.is_closing():
+        writer = self._writer
+        if writer.is_closing():
             raise anyio.ClosedResourceError
-        self._writer.write(line + b"\n")
+        writer.write(line + b"\n")
+        self._backlog = writer.transport.get_write_buffer_size()
         self._throttle()
+        if not self._backlog:  # written whole: the transport is not paused, there is nothing to wait for
+            return
         try:
-            await self._writer.drain()
+            await writer.drain()
         except ConnectionError as exc:
             raise anyio.BrokenResourceError from exc
+        self._backlog = writer.transport.get_write_buffer_size()
         self._throttle()
 
     def hold(self, size: int) -> None:
@@ -71,7 +78,7 @@ class PipeWriter(Closing):
     def _throttle(self) -> None:
         if self.stdin is None:
             return
-        over = self._held > HELD_LIMIT or self._writer.transport.get_write_buffer_size() > BACKLOG_LIMIT
+        over = self._held > HELD_LIMIT or self._backlog > BACKLOG_LIMIT
         if over != self._paused:  # only a change of state reaches the transport: this runs for every message
             self._paused = over
             if over:
