@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
@@ -146,11 +146,14 @@ class Gateway:
     def recorded_arguments(self, app_id: str, tool_name: str, args: Any) -> Any:
         return self.calls.recorded_arguments(app_id, tool_name, args)
 
-    async def call(self, app_id: str, tool_name: str, args: Mapping[str, Any] | None, caller: Caller) -> Any:
-        """One tool of one app; a tool of aai.workflows runs that saved workflow."""
+    def call(
+        self, app_id: str, tool_name: str, args: Mapping[str, Any] | None, caller: Caller
+    ) -> Coroutine[Any, Any, Any]:
+        """One tool of one app; a tool of aai.workflows runs that saved workflow. (The call itself is handed
+        back to await, not awaited here: a coroutine less between the caller and the app on every call.)"""
         if app_id != WORKFLOWS_APP or self.shelf.app(self.platform) is None:
-            return await self.calls.call(app_id, tool_name, args, caller)
-        return await self.run_workflow(tool_name, {} if args is None else args, caller)
+            return self.calls.call(app_id, tool_name, args, caller)
+        return self.run_workflow(tool_name, {} if args is None else args, caller)
 
     async def run_workflow(self, workflow_id: str, args: Mapping[str, Any], caller: Caller) -> Any:
         """A saved workflow run; its report, or AUTOMATION_FAILED saying how each step ended."""

@@ -7,7 +7,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -77,17 +77,25 @@ class Calls:
     def known(self, app_id: str, tool_name: str) -> bool:
         return self.apps.known(app_id, tool_name)
 
-    async def call(self, app_id: str, tool_name: str, args: Mapping[str, Any] | None, caller: Caller) -> Any:
-        """Run one tool; every outcome is logged and recorded in the history under one correlation id,
-        and is a span and metrics too when telemetry is on.
+    def call(
+        self, app_id: str, tool_name: str, args: Mapping[str, Any] | None, caller: Caller
+    ) -> Coroutine[Any, Any, Any]:
+        """Run one tool (awaited by the caller); every outcome is logged and recorded in the history under one
+        correlation id, and is a span and metrics too when telemetry is on.
 
         The record is committed before the answer goes back: whatever a caller received is in the history.
         """
         call_id = os.urandom(6).hex()  # as random as uuid4().hex[:12], for a fraction of its cost
         args = {} if args is None else args
         if self.telemetry is None:  # when telemetry is off, this check is all it costs a call
+            return self._recorded(call_id, app_id, tool_name, args, caller)
+        return self._traced(call_id, app_id, tool_name, args, caller)
+
+    async def _traced(self, call_id: str, app_id: str, tool_name: str, args: Mapping[str, Any], caller: Caller) -> Any:
+        telemetry = self.telemetry
+        if telemetry is None:  # turned off since the call was made
             return await self._recorded(call_id, app_id, tool_name, args, caller)
-        with self.telemetry.call(
+        with telemetry.call(
             call_id, app_id, tool_name, args, caller=caller.name, transport=caller.transport, meta=caller.trace
         ) as span:
             if caller.ask is not None:
@@ -165,7 +173,11 @@ class Calls:
                 calling = self._call(app_id, tool_name, args, caller, late, asked=asked.append, found=found_tool)
             else:
                 calling = self._settled(pending, described, work, asked.append)
-            result = await self._counted(asked_by(caller.name, caller.ask, calling))
+            self._running += 1  # counted among the calls under way while it runs
+            try:
+                result = await asked_by(caller.name, caller.ask, calling)
+            finally:
+                self._running -= 1
         except (AaiError, Unsuccessful) as raised:
             exc = raised.error if isinstance(raised, Unsuccessful) else raised
             elapsed = _ms(started)
@@ -212,14 +224,6 @@ class Calls:
             raise
         await self._recorder.settle(run_id)
         return result
-
-    async def _counted(self, running: Awaitable[Any]) -> Any:
-        """`running` awaited, counted among the calls under way while it runs."""
-        self._running += 1
-        try:
-            return await running
-        finally:
-            self._running -= 1
 
     async def _call(
         self,

@@ -227,6 +227,8 @@ class ConsentStore:
         return result
 
     def _identity(self) -> tuple[int, int, int] | None:
+        if self._key is None and not os.access(self._where, os.F_OK):  # still none: told without an exception
+            return None
         try:
             st = os.stat(self._where)  # noqa: PTH116 - on every call: a str path is the cheapest stat
         except FileNotFoundError:
