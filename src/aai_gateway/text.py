@@ -6,10 +6,11 @@ it by the field that holds it, and shows it, wherever it shows it, with the half
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from aai_gateway import json_text
 
 _LONE = re.compile("[\ud800-\udfff]")
 
@@ -49,7 +50,7 @@ def unencodable(value: Any, where: str) -> str | None:
 
 def _encodes(value: Any) -> bool:
     try:
-        _ENCODER.encode(value).encode()
+        _ENCODER(value).encode()
     except UnicodeEncodeError:
         return False
     except (ValueError, TypeError, RecursionError):
@@ -57,5 +58,4 @@ def _encodes(value: Any) -> bool:
     return True
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False)
-"""Kept: `json.dumps` with any argument of its own builds a new encoder every call."""
+_ENCODER = json_text.encoder(default=str)

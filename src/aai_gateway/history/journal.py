@@ -45,6 +45,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from aai_gateway import json_text
 from aai_gateway.history.record import Record
 from aai_gateway.history.rows import COLUMNS, stored_row
 from aai_gateway.history.schema import transaction
@@ -57,7 +58,7 @@ CLAIMED = ".d"
 WIDTH = len(COLUMNS.split(","))
 PIECE = 16
 """Lines read, parsed and inserted by one statement at most while moving a file (17 parameters a row)."""
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_ENCODER = json_text.encoder(compact=True)
 _TABLE_MOVE = f"INSERT OR IGNORE INTO calls ({COLUMNS}) SELECT {COLUMNS} FROM calls_journal ORDER BY seq"  # noqa: S608
 
 
@@ -67,7 +68,7 @@ def file_of(database: Path) -> Path:
 
 def encoded(records: Iterable[Record]) -> bytes:
     """The records as journal lines, each after a newline."""
-    lines = ["\n" + _ENCODER.encode(stored_row(record)) for record in records]
+    lines = ["\n" + _ENCODER(stored_row(record)) for record in records]
     return "".join(lines).encode("utf-8", "surrogatepass")
 
 

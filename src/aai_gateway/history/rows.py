@@ -6,6 +6,7 @@ import json
 from datetime import datetime
 from typing import Any, TypedDict, Unpack
 
+from aai_gateway import json_text
 from aai_gateway.history.record import STATUSES, Record, iso
 
 COLUMNS = (
@@ -15,12 +16,12 @@ COLUMNS = (
 INSERT = f"INSERT OR IGNORE INTO calls ({COLUMNS}) VALUES ({', '.join('?' * len(COLUMNS.split(',')))})"  # noqa: S608
 
 
-_ARGS_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+_ARGS_ENCODER = json_text.encoder(default=str)
 
 
 def encoded_args(args: Any) -> str:
     """A record's arguments as the calls table keeps them: JSON text."""
-    return _ARGS_ENCODER.encode(args)
+    return _ARGS_ENCODER(args)
 
 
 def stored_row(record: Record) -> tuple[Any, ...]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from aai_gateway import json_text
 from aai_gateway.errors import InvalidParams
 from aai_gateway.mcp.names import Names, Target
 from aai_gateway.mcp.results import ToolResult, forwarded, tool_result
@@ -20,6 +21,8 @@ from aai_gateway.service import MAX_BATCH, Caller, Forwarded, Gateway
 from aai_gateway.text import unencodable
 
 log = logging.getLogger(__name__)
+
+_RESULT_TEXT = json_text.encoder()
 
 
 class Tools:
@@ -109,4 +112,4 @@ def _text(text: str) -> ToolResult:
 def _result(value: Any) -> ToolResult:
     if isinstance(value, Forwarded):  # an MCP server's own answer: its content blocks as they came
         return forwarded(value)
-    return tool_result(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+    return tool_result(value if isinstance(value, str) else _RESULT_TEXT(value))

@@ -13,6 +13,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+from aai_gateway import json_text
+
 log = logging.getLogger("aai_gateway.mcp.wire.screen")
 
 PARSE_ERROR = -32700
@@ -112,7 +114,7 @@ def error(request_id: int | str | None, code: int, message: str) -> dict[str, An
 def encoded(message: dict[str, Any], errors: str = "strict") -> bytes:
     """One message as the SDK writes it: compact JSON, non-ASCII as is (without the newline). With
     `errors="replace"`, half a surrogate pair is written as "?"."""
-    return _ENCODER.encode(message).encode(errors=errors)
+    return _ENCODER(message).encode(errors=errors)
 
 
 def _not_json(constant: str) -> None:
@@ -120,8 +122,7 @@ def _not_json(constant: str) -> None:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_not_json)
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-"""Kept: `json.dumps` with any argument of its own builds a new encoder every call."""
+_ENCODER = json_text.encoder(compact=True)
 
 
 def _parse_error(reason: str) -> Refusal:
