@@ -277,18 +277,18 @@ class HistoryWriter:
     def _checkpoint_at_pause(self) -> None:
         """Have the writer thread move the journal and checkpoint once the calls pause, or now when
         MOST_WAITING records wait (see the module's account)."""
-        loop = asyncio.get_running_loop()
-        self._appended_at = loop.time()
+        self._appended_at = time.monotonic()
         if self._since_checkpoint >= MOST_WAITING:
             self._checkpoint()
-        elif self._pause is None or self._pause[0] is not loop:  # none yet, or one of a loop now closed
+        elif self._pause is None or self._pause[0].is_closed():  # none yet, or one of a loop closed since
+            loop = asyncio.get_running_loop()
             self._pause = (loop, loop.call_later(QUIET, self._paused))
 
     def _paused(self) -> None:
         if self._pause is None:
             return
         loop, _ = self._pause
-        left = self._appended_at + QUIET - loop.time()
+        left = self._appended_at + QUIET - time.monotonic()
         if left > 0:
             self._pause = (loop, loop.call_later(left, self._paused))
         elif self._since_checkpoint >= CHECKPOINT_EVERY:  # not moved meanwhile (by `close`)
