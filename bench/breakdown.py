@@ -56,6 +56,7 @@ PHASES: dict[str, list[tuple[str, str, str]]] = {
     "recording": [
         ("aai_gateway.history.recorder", "Recorder", "begin"),
         ("aai_gateway.history.recorder", "Recorder", "ok"),
+        ("aai_gateway.history.recorder", "Recorder", "prepare"),  # run while the app works on the call
     ],
     "logging": [("logging", "Logger", "handle"), ("aai_gateway.logs", "", "_write_waiting")],
     "answer": [
