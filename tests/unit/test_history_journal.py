@@ -92,7 +92,7 @@ def test_the_writer_moves_the_journal_when_the_calls_pause_not_while_they_go_on(
     store: HistoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(writer_module, "CHECKPOINT_EVERY", 5)
-    monkeypatch.setattr(writer_module, "QUIET", 0.3)
+    monkeypatch.setattr(writer_module, "QUIET", 0.5)
     store.start()
     moved_while_busy: list[int] = []
 
@@ -101,7 +101,7 @@ def test_the_writer_moves_the_journal_when_the_calls_pause_not_while_they_go_on(
             await store.write(make(f"b{n}", T0 + timedelta(seconds=next(SECONDS))), alone=True)
             await asyncio.sleep(0.02)
         moved_while_busy.append(len(calls_table(store.path)))
-        await asyncio.sleep(1.0)  # the pause
+        await asyncio.sleep(1.5)  # the pause
 
     asyncio.run(main())
     assert moved_while_busy == [0], "35 records past CHECKPOINT_EVERY, none moved while calls went on"

@@ -88,8 +88,8 @@ class HttpExecutor:
         self._environ = paths.environ() if environ is None else environ
         self._client: httpx2.AsyncClient | None = None
         self._sessions: dict[tuple[str, str], str] = {}
-        self._deadlines = Deadlines()
         """(origin, header name) → the session header's value the API handed out last."""
+        self._deadlines = Deadlines()
         for name in ("httpx2", "httpcore2"):
             logging.getLogger(name).setLevel(logging.WARNING)
 

@@ -278,7 +278,7 @@ class Recorder:
                 parsed = None
             if isinstance(parsed, dict | list):
                 redacted = redactor.value(parsed, schema, max_string=EXCERPT_CHARS)
-                return json.dumps(redacted, ensure_ascii=False) if redacted != parsed else redactor.text(result)
+                return _EXCERPT_ENCODER(redacted) if redacted != parsed else redactor.text(result)
         return redactor.value(result, schema, max_string=EXCERPT_CHARS)
 
     def _tool(self, pending: Pending) -> Tool | None:

@@ -7,7 +7,6 @@ of the SDK, so that a session can be served without it; results are plain JSON (
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
@@ -66,7 +65,7 @@ class Tools:
         if target.kind == "batch":
             calls, parallel, stop_on_error = _batch_arguments(arguments, self.names.batch)
             report = await self.gateway.batch(calls, caller, parallel=parallel, stop_on_error=stop_on_error)
-            return tool_result(json.dumps(report, ensure_ascii=False), report)
+            return tool_result(_RESULT_TEXT(report), report)
         field = unencodable(arguments, "")
         if field is not None:
             raise InvalidParams(f"{field[1:]} holds half of a surrogate pair (a lone \\ud800-\\udfff escape)")
