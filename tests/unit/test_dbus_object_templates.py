@@ -10,7 +10,7 @@ import pytest
 from aai_gateway.descriptor.model import Binding, Descriptor, Tool
 from aai_gateway.errors import InvalidParams
 from aai_gateway.executors.base import ToolCall
-from aai_gateway.executors.dbus import target_of, template_schema
+from aai_gateway.executors.dbus import DbusExecutor, target_of, template_schema
 
 
 def call(obj: str | None, **args: Any) -> ToolCall:
@@ -70,3 +70,27 @@ def test_the_schema_of_a_template_follows_lists_and_objects() -> None:
         {"type": "boolean"},
     ]
     assert template_schema("Dear ${label}", props) == {"type": "string"}
+
+
+def method_call(templates: list[Any] | None, props: dict[str, Any], **args: Any) -> ToolCall:
+    options: dict[str, Any] = {"method": "Send"} | ({"args": templates} if templates is not None else {})
+    tool = Tool(name="send", description="", parameters={"type": "object", "properties": props}, options=options)
+    binding = Binding(
+        platform="linux", automation="dbus", tools=(tool,), options={"service": "org.example.App", "object": "/x"}
+    )
+    app = Descriptor(app_id="org.example.app", names=(), description="", bindings={"linux": binding}, shape="camel")
+    return ToolCall(app=app, binding=binding, tool=tool, args=args, timeout=5)
+
+
+def test_a_methods_arguments_come_from_the_call_its_defaults_and_its_templates() -> None:
+    props = {"text": {"type": "string"}, "count": {"type": "integer", "default": 3}, "flag": {"type": "boolean"}}
+    executor = DbusExecutor()
+    given = method_call(None, props, text="hi", flag=True)
+    assert executor._body(given, "sib") == ["hi", 3, True], "a parameter left out takes its default"
+    assert executor._body(method_call(None, props, text="hi", count=7, flag=False), "sib") == ["hi", 7, False]
+    templated = method_call(["Dear ${text} x${count}", "${count}", 5], props, text="Ann")
+    assert executor._body(templated, "sii") == ["Dear Ann x3", 3, 5]
+    with pytest.raises(InvalidParams, match="argument 'flag' is needed by the DBus call and has no default"):
+        executor._body(method_call(None, props, text="hi"), "sib")
+    with pytest.raises(InvalidParams, match="argument 'count'"):
+        executor._body(method_call(None, props, text="hi", count="many", flag=True), "sib")

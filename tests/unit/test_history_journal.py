@@ -13,14 +13,18 @@ import sqlite3
 import stat
 import time
 from contextlib import closing
-from datetime import timedelta
+from dataclasses import replace
+from datetime import timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from aai_gateway.history import HistoryStore, journal
+from aai_gateway.descriptor import Tool
+from aai_gateway.history import HistoryStore, Record, Recorder, Redactor, journal
 from aai_gateway.history import writer as writer_module
+from aai_gateway.history.redact import MASK
 from aai_gateway.history.rows import COLUMNS, stored_row
+from tests.history_runs import nowhere
 from tests.support import committed_calls
 from tests.unit.test_history_store import T0, make, store
 
@@ -261,3 +265,56 @@ def test_a_journal_path_that_is_no_file_leaves_the_records_to_the_writer_thread(
     assert [r.call_id for r in store.query()] == ["b", "a"]
     assert target.read_text() == "not the history's\n"
     assert path.is_symlink() if what == "link" else path.is_dir()
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        make("plain"),
+        make(
+            "odd \u2028 é",
+            args={"k": ["x", 1.5, None, True, {"ü": "\ud800 half"}], "": 'quoted " and \\'},
+            status="error",
+            error_code=-32001,
+            error_type="TIMEOUT",
+            error_detail="late \n again",
+            result=None,
+            result_truncated=True,
+            consent="once",
+            parent="run-1",
+            step="notify[2]",
+        ),
+        make("at-an-offset", T0.astimezone(timezone(timedelta(hours=-5))), args=[], duration_ms=0.0),
+    ],
+)
+def test_a_line_whose_start_was_worked_out_early_is_the_line_of_the_whole_record(record: Record) -> None:
+    early = replace(record, encoded_head=journal.encoded_head(record))
+    line = journal.encoded([early])
+    assert line == journal.encoded([record])
+    assert tuple(json.loads(line.decode("utf-8", "surrogatepass"))) == stored_row(record)
+
+
+def test_a_call_prepared_while_its_app_works_is_committed_redacted(store: HistoryStore) -> None:
+    """`Recorder.prepare` redacts the arguments and starts the journal line before the call ends; the
+    row committed is the one a call without it gets."""
+    schema = {"type": "object", "properties": {"pin": {"type": "string", "x-sensitive": True}}}
+    tool = Tool(name="unlock", description="", parameters=schema)
+    recorder = Recorder(store, Redactor(), nowhere)
+
+    async def run() -> None:
+        for call_id, early in (("early", True), ("late", False)):
+            pending = recorder.begin(
+                call_id, caller="c", transport="stdio", app="x", tool="unlock", args={"pin": "4711"}
+            )
+            if early:
+                recorder.prepare(pending, tool)
+                assert pending.early is not None
+            await recorder.ok(pending, {"echo": "pin 4711"}, 2.5, tool=tool)
+
+    asyncio.run(run())
+    prepared, plain = store.get("early"), store.get("late")
+    assert prepared is not None
+    assert plain is not None
+    assert prepared.args == {"pin": MASK}
+    assert "4711" not in (prepared.result or "")
+    assert replace(prepared, call_id="late", time=plain.time) == plain

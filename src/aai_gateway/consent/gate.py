@@ -140,13 +140,15 @@ class ConsentGate:
         """
         app_id = app_key or app.app_id
         read_only, destructive = tool.read_only and marks_trusted, tool.destructive
+        decided = self.verdict(caller, app_id, tool.name, trusted=trusted, read_only=read_only, destructive=destructive)
+        if decided.mode == "allow" and (decided.grant is None or not decided.grant.once):
+            return  # the common case, without the closure below made for it
 
         def verdict() -> Verdict:
             return self.verdict(
                 caller, app_id, tool.name, trusted=trusted, read_only=read_only, destructive=destructive
             )
 
-        decided = verdict()
         while decided.grant is not None and decided.grant.once and not self.store.use(decided.grant.id):
             decided = verdict()  # another call used it first
         if decided.mode == "allow":

@@ -142,7 +142,9 @@ class DbusExecutor:
         deadline = loop.time() + call.timeout
         try:
             async with self._deadlines.within(call.timeout):
-                bus = await self._bus(target.bus)
+                bus = self._buses.get(target.bus)
+                if bus is None or not bus.connected:
+                    bus = await self._bus(target.bus)
                 picking = instances.of(call.binding) if instances.is_pattern(target.service) else None
                 if picking is not None:
                     if instances.lists_instances(call.tool):
@@ -151,7 +153,9 @@ class DbusExecutor:
                     service = await dbus_instances.pick(bus, picking, target.path, call.args, target.bus)
                     target = replace(target, service=service)
                     call = dbus_instances.without_argument(call, picking)
-                message = await self._message(bus, target, call)
+                message = self._ready_message(target, call)
+                if message is None:
+                    message = await self._asked_message(bus, target, call)
                 body = await self._send(bus, message, target)
         except TimeoutError:
             waited = call.timeout - max(0.0, deadline - loop.time())
@@ -177,26 +181,27 @@ class DbusExecutor:
         for bus in buses.values():
             bus.disconnect()
 
-    async def _message(self, bus: MessageBus, target: Target, call: ToolCall) -> Message:
-        def message(interface: str, member: str, signature: str, body: list[Any]) -> Message:
-            return Message(
-                destination=target.service,
-                path=target.path,
-                interface=interface,
-                member=member,
-                signature=signature,
-                body=body,
-            )
-
+    def _ready_message(self, target: Target, call: ToolCall) -> Message | None:
+        """The call's message when the app need not be asked for its types (introspected once, or named by
+        the descriptor); None otherwise (`_asked_message`)."""
         if call.binding.automation == "ipc":
-            return message(target.interface, target.member, "s", [envelope.request(call)])
+            return _message(target, target.interface, target.member, "s", [envelope.request(call)])
         if target.property:
-            if target.access == "get":
-                return message(PROPERTIES, "Get", "ss", [target.interface, target.property])
+            if target.access != "get":
+                return None
+            return _message(target, PROPERTIES, "Get", "ss", [target.interface, target.property])
+        signature = self._known_signature(target, call)
+        if signature is None:
+            return None
+        return _message(target, target.interface, target.member, signature, self._body(call, signature))
+
+    async def _asked_message(self, bus: MessageBus, target: Target, call: ToolCall) -> Message:
+        """The call's message once the app has told its types (by introspection) where it must."""
+        if target.property:
             variant = await self._property_value(bus, target, call)
-            return message(PROPERTIES, "Set", "ssv", [target.interface, target.property, variant])
+            return _message(target, PROPERTIES, "Set", "ssv", [target.interface, target.property, variant])
         signature = await self._method_signature(bus, target, call)
-        return message(target.interface, target.member, signature, self._body(call, signature))
+        return _message(target, target.interface, target.member, signature, self._body(call, signature))
 
     async def bus(self, kind: str) -> MessageBus:
         """The shared connection to the `session` or `system` bus (opened if need be): event sources listen
@@ -300,14 +305,20 @@ class DbusExecutor:
                 self._nodes[key] = None
         return self._nodes[key]
 
-    async def _method_signature(self, bus: MessageBus, target: Target, call: ToolCall) -> str:
+    def _known_signature(self, target: Target, call: ToolCall) -> str | None:
+        """The method's input signature as the descriptor pins it or as introspected already, else None."""
         pinned = call.tool.options.get("signature")
         if isinstance(pinned, str):
             return pinned
         place = (target.bus, target.service, target.path)
         known = self._signatures.get((*place, target.interface, target.member))
-        if known is not None and place in self._nodes:
+        return known if known is not None and place in self._nodes else None
+
+    async def _method_signature(self, bus: MessageBus, target: Target, call: ToolCall) -> str:
+        known = self._known_signature(target, call)
+        if known is not None:
             return known
+        place = (target.bus, target.service, target.path)
         node = await self._node(bus, target)
         if node is None:
             return "".join(guess_signature(s) for s in _argument_schemas(call))
@@ -355,12 +366,20 @@ class DbusExecutor:
         shape = self._shapes.get(call.tool, signature)
         if shape is None:
             shape = self._shapes.put(call.tool, _shape(call, signature), signature)
-        values = _values(call)
-        return [to_dbus(_render(template, values), sig, where, schema) for template, sig, where, schema in shape]
+        values = {**shape.defaults, **call.args} if shape.defaults else call.args
+        return [
+            to_dbus(values[whole] if whole and whole in values else _render(template, values), sig, where, schema)
+            for template, whole, sig, where, schema in shape.arguments
+        ]
 
 
-_Shape = list[tuple[Any, SignatureType, str, Mapping[str, Any]]]
-"""Each DBus argument of a tool's call: its template, type, name in errors and JSON Schema."""
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    defaults: Mapping[str, Any]
+    """The parameters' defaults in the schema, for arguments not given."""
+    arguments: list[tuple[Any, str, SignatureType, str, Mapping[str, Any]]]
+    """Each DBus argument: its template, the parameter it is whole (`${name}`, else ""), its type, its name
+    in errors and its JSON Schema."""
 
 
 def _shape(call: ToolCall, signature: str) -> _Shape:
@@ -374,7 +393,19 @@ def _shape(call: ToolCall, signature: str) -> _Shape:
             f"(signature '{signature}'); fix the descriptor"
         )
     schemas = _argument_schemas(call)
-    return [(t, sig, _where(t, i), schemas[i]) for i, (t, sig) in enumerate(zip(templates_, types, strict=True))]
+    props: Mapping[str, Mapping[str, Any]] = call.tool.parameters.get("properties", {})
+    return _Shape(
+        {name: spec["default"] for name, spec in props.items() if "default" in spec},
+        [
+            (t, _whole(t), sig, _where(t, i), schemas[i])
+            for i, (t, sig) in enumerate(zip(templates_, types, strict=True))
+        ],
+    )
+
+
+def _whole(template: Any) -> str:
+    whole = templates.PLACEHOLDER.fullmatch(template) if isinstance(template, str) else None
+    return whole.group(1) if whole else ""
 
 
 def _argument_schemas(call: ToolCall) -> list[Mapping[str, Any]]:
@@ -398,6 +429,17 @@ def template_schema(template: Any, props: Mapping[str, Any]) -> Mapping[str, Any
     if isinstance(template, Mapping):
         return {"type": "object", "properties": {str(k): template_schema(v, props) for k, v in template.items()}}
     return {"type": _json_kind(template)}
+
+
+def _message(target: Target, interface: str, member: str, signature: str, body: list[Any]) -> Message:
+    return Message(
+        destination=target.service,
+        path=target.path,
+        interface=interface,
+        member=member,
+        signature=signature,
+        body=body,
+    )
 
 
 def _retrieved(done: asyncio.Future[Any]) -> None:

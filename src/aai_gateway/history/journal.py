@@ -47,7 +47,7 @@ from typing import Any
 
 from aai_gateway import json_text
 from aai_gateway.history.record import Record
-from aai_gateway.history.rows import COLUMNS, stored_row
+from aai_gateway.history.rows import COLUMNS, stored_head, stored_tail
 from aai_gateway.history.schema import transaction
 
 log = logging.getLogger(__name__)
@@ -68,8 +68,19 @@ def file_of(database: Path) -> Path:
 
 def encoded(records: Iterable[Record]) -> bytes:
     """The records as journal lines, each after a newline."""
-    lines = ["\n" + _ENCODER(stored_row(record)) for record in records]
+    lines = ["\n" + _line(record) for record in records]
     return "".join(lines).encode("utf-8", "surrogatepass")
+
+
+def encoded_head(record: Record) -> str:
+    """The start of the record's journal line, up to its arguments: all that is known of a call before it
+    ends, worked out while its app works (`Recorder.prepare`)."""
+    return _ENCODER(stored_head(record))[:-1]
+
+
+def _line(record: Record) -> str:
+    head = record.encoded_head if record.encoded_head is not None else encoded_head(record)
+    return head + "," + _ENCODER(stored_tail(record))[1:]
 
 
 class Appender:

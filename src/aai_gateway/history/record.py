@@ -40,8 +40,8 @@ class Record:
     """The call id of the run (app RUN_APP) this call is a step or an undo of; None for a call of its own."""
     step: str | None = None
     """The step's label within its run: `read`, `notify[2]` (the third item of a forEach), `lower (undo)`."""
-    encoded_args: str | None = field(default=None, compare=False, repr=False)
-    """`args` as the calls table keeps them (JSON text), when worked out already (history/recorder.py)."""
+    encoded_head: str | None = field(default=None, compare=False, repr=False)
+    """The start of its journal line, up to its arguments, when worked out already (`journal.encoded_head`)."""
 
     def to_json(self) -> dict[str, Any]:
         error = None

@@ -23,9 +23,9 @@ from aai_gateway import json_text
 from aai_gateway.config import Settings
 from aai_gateway.descriptor import Tool
 from aai_gateway.errors import AaiError
+from aai_gateway.history.journal import encoded_head
 from aai_gateway.history.record import RUN_APP, Record, now
 from aai_gateway.history.redact import Redactor, shorten
-from aai_gateway.history.rows import encoded_args
 from aai_gateway.history.store import HistoryStore
 
 log = logging.getLogger(__name__)
@@ -56,12 +56,13 @@ class _Run:
 
 @dataclass(frozen=True, slots=True)
 class _Early:
-    """A call's arguments as its record holds them, worked out before the call ends (`Recorder.prepare`)."""
+    """A call's arguments as its record holds them, and the start of its journal line, worked out before the
+    call ends (`Recorder.prepare`)."""
 
     tool: Tool | None
     args: Any
     redactor: Redactor
-    encoded_args: str
+    head: str
 
 
 @dataclass(slots=True)
@@ -111,11 +112,12 @@ class Recorder:
         return Pending(call_id, caller[:MAX_NAME], transport, app, tool, args, parent=parent, step=step)
 
     def prepare(self, pending: Pending, tool: Tool | None) -> None:
-        """Redact and encode the arguments of the call `pending` of `tool` now, for its record: called while
-        the app works on the call, this is not left to do between the call's end and its answer."""
+        """Redact the arguments of the call `pending` of `tool` now, and encode the start of its record's
+        journal line: called while the app works on the call, this is not left to do between the call's end
+        and its answer."""
         try:
             args, redactor = self._args(pending, tool)
-            pending.early = _Early(tool, args, redactor, encoded_args(args))
+            pending.early = _Early(tool, args, redactor, encoded_head(self._record(pending, args, "ok", 0.0)))
         except Exception:  # worked out again when the call ends, where a failure is said
             pending.early = None
 
@@ -134,7 +136,7 @@ class Recorder:
         `consent` how the consent question it asked ended (see `Record.consent`)."""
         try:
             tool = self._tool(pending) if isinstance(tool, Unknown) else tool
-            args, redactor, encoded = self._arguments(pending, tool)
+            args, redactor, head = self._arguments(pending, tool)
             text, truncated = excerpt(self._result(redactor, result, tool.returns if tool else None))
             record = self._record(
                 pending,
@@ -144,7 +146,7 @@ class Recorder:
                 result=text,
                 result_truncated=truncated,
                 consent=consent,
-                encoded_args=encoded,
+                encoded_head=head,
             )
         except Exception:
             log.exception("cannot record call %s in the history", pending.call_id)
@@ -222,7 +224,7 @@ class Recorder:
         tool: Tool | None,
         consent: str | None = None,
     ) -> Record:
-        args, redactor, encoded = self._arguments(pending, tool)
+        args, redactor, head = self._arguments(pending, tool)
         text = shorten(redactor.text(detail), MAX_DETAIL)
         return self._record(
             pending,
@@ -233,14 +235,15 @@ class Recorder:
             error_type=kind,
             error_detail=text,
             consent=consent,
-            encoded_args=encoded,
+            encoded_head=head,
         )
 
     def _arguments(self, pending: Pending, tool: Tool | None) -> tuple[Any, Redactor, str | None]:
-        """`_args`, and their JSON text when `prepare` worked them out for the same tool already."""
+        """`_args`, and the start of the record's journal line when `prepare` worked them out for the same
+        tool already."""
         early = pending.early
         if early is not None and early.tool is tool:
-            return early.args, early.redactor, early.encoded_args
+            return early.args, early.redactor, early.head
         args, redactor = self._args(pending, tool)
         return args, redactor, None
 

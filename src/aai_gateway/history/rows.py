@@ -24,8 +24,17 @@ def encoded_args(args: Any) -> str:
     return _ARGS_ENCODER(args)
 
 
+HEAD = 7
+"""The first columns of a row, id to args: known once a call has found its tool (see `Recorder.prepare`)."""
+
+
 def stored_row(record: Record) -> tuple[Any, ...]:
     """The record's values as the calls table keeps them, in the order of COLUMNS."""
+    return stored_head(record) + stored_tail(record)
+
+
+def stored_head(record: Record) -> tuple[Any, ...]:
+    """The row's first HEAD values."""
     return (
         record.call_id,
         iso(record.time),
@@ -33,7 +42,13 @@ def stored_row(record: Record) -> tuple[Any, ...]:
         record.transport,
         record.app,
         record.tool,
-        record.encoded_args if record.encoded_args is not None else encoded_args(record.args),
+        encoded_args(record.args),
+    )
+
+
+def stored_tail(record: Record) -> tuple[Any, ...]:
+    """The row's values after the first HEAD: the call's outcome."""
+    return (
         record.status,
         record.error_code,
         record.error_type,
