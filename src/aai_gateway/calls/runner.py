@@ -20,7 +20,7 @@ from aai_gateway.consent import ConsentGate
 from aai_gateway.consent.launches import asked_by
 from aai_gateway.descriptor import Binding, Descriptor, Tool
 from aai_gateway.descriptor.argument_check import ArgumentCheck
-from aai_gateway.errors import AaiError, AutomationFailed, InvalidParams, Timeout
+from aai_gateway.errors import AaiError, AppNotFound, AutomationFailed, InvalidParams, Timeout
 from aai_gateway.executors import ToolCall
 from aai_gateway.history import HistoryStore, Recorder, Redactor, known_secrets
 from aai_gateway.history.recorder import UNKNOWN, Pending, Unknown
@@ -241,13 +241,20 @@ class Calls:
             raise AutomationFailed(
                 f"refused: requireHistory is set and {trouble.describe()}; calls are taken again once it can be written"
             )
-        app = await self.servers.live(await self.apps.resolve(app_id))
+        try:
+            app = self.apps.app(app_id)
+        except AppNotFound:
+            app = await self.apps.resolve(app_id)  # a web app's URL, discovered now
+        if app.mcp is not None:
+            app = await self.servers.live(app)
         app, binding, tool = self.apps.tool(app, app_id, tool_name)
         if found is not None:
             found(tool)
         if not isinstance(args, Mapping):
             raise InvalidParams(f"args must be an object of named arguments, got {type(args).__name__}")
-        await self.check_args(tool, args)
+        check = self._argument_check(tool)
+        if not check.passes(args):
+            await check.run(args)
         site = self.apps.web_apps.site_of(app)  # a discovered web app is known by its site, not the id it claims
         await self.consent.check(
             caller.name,
@@ -295,10 +302,13 @@ class Calls:
 
     async def check_args(self, tool: Tool, args: Mapping[str, Any]) -> None:
         """The tool's parameter schema applied to `args`; INVALID_PARAMS says what is wrong and where."""
+        await self._argument_check(tool).run(args)
+
+    def _argument_check(self, tool: Tool) -> ArgumentCheck:
         check = self._validators.get(tool)
         if check is None:
             check = self._validators.put(tool, ArgumentCheck(tool.name, tool.parameters))
-        await check.run(args)
+        return check
 
     async def aclose(self) -> None:
         telemetry, self.telemetry = self.telemetry, None
