@@ -203,6 +203,26 @@ async def test_hot_reload_adds_changes_keeps_and_removes_apps(connect: Connect, 
         assert "app_dev_aai_notes" not in await listed()
 
 
+async def test_a_call_after_a_rescan_goes_by_the_descriptor_read_again(connect: Connect, tmp_path: Path) -> None:
+    """What a call of a tool resolves to is kept between calls, and dropped when the descriptor changes."""
+    home = make_home(tmp_path, {"errorStyle": "result"})
+    echo = home / ".aai" / "dev.aai.echo" / "aai.json"
+    call = {"app": "dev.aai.echo", "tool": "echo", "args": {"text": "x"}}
+    inbox = Inbox()
+    async with connect(home, inbox) as session:
+        for _ in range(2):
+            result = await session.call_tool("aai_exec", call)
+            assert result.structured_content["error"]["type"] == "APP_NOT_RUNNING", "the app is not on the bus"
+        changed = json.loads(echo.read_text())
+        for tool in changed["platforms"]["linux"]["tools"]:
+            tool["name"] = "shout" if tool["name"] == "echo" else tool["name"]
+        echo.write_text(json.dumps(changed))
+        await inbox.wait_for("notifications/tools/list_changed")
+        result = await session.call_tool("aai_exec", call)
+        assert result.structured_content["error"]["type"] == "TOOL_NOT_FOUND"
+        assert "shout" in result.structured_content["error"]["detail"]
+
+
 async def test_periodic_rescan_finds_what_no_watcher_saw(connect: Connect, tmp_path: Path) -> None:
     home = make_home(tmp_path, {"scanPaths": ["~/.aai", "~/later"], "scanIntervalMinutes": 0.01})
     inbox = Inbox()

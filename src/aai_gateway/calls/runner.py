@@ -8,13 +8,14 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aai_gateway import logs
 from aai_gateway.calls.apps import Apps
 from aai_gateway.calls.caller import Caller
 from aai_gateway.calls.servers import Servers
+from aai_gateway.calls.slots import Slots
 from aai_gateway.config import Settings
 from aai_gateway.consent import ConsentGate
 from aai_gateway.consent.launches import asked_by
@@ -24,7 +25,7 @@ from aai_gateway.errors import AaiError, AppNotFound, AutomationFailed, InvalidP
 from aai_gateway.executors import ToolCall
 from aai_gateway.history import HistoryStore, Recorder, Redactor, known_secrets
 from aai_gateway.history.recorder import UNKNOWN, Pending, Unknown
-from aai_gateway.memo import PerObject
+from aai_gateway.memo import LIMIT, PerObject
 from aai_gateway.telemetry import start as start_telemetry
 from aai_gateway.text import printable, unencodable
 
@@ -41,6 +42,21 @@ class Unsuccessful(Exception):
         self.value = value
 
 
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """What a call of one app's tool resolves to, before its arguments are looked at."""
+
+    app: Descriptor
+    binding: Binding
+    tool: Tool
+    check: ArgumentCheck
+    app_key: str
+    """Whose consent decisions apply: the app's id, or a discovered web app's site."""
+    marks_trusted: bool
+    timeout: float
+    share: Slots
+
+
 class Calls:
     def __init__(
         self, settings: Settings, apps: Apps, servers: Servers, history: HistoryStore, consent: ConsentGate
@@ -51,9 +67,11 @@ class Calls:
         self.history = history
         self.consent = consent
         self._validators: PerObject[ArgumentCheck] = PerObject()
+        self._routes: dict[tuple[str, str], _Route] = {}
+        """Each installed app's tool called so far, by the app id and tool name called."""
         self._recorder = Recorder(history, Redactor(known_secrets(settings)), self.called)
-        self._slots = asyncio.Semaphore(settings.max_concurrent_calls)
-        self._app_slots: dict[str, asyncio.Semaphore] = {}
+        self._slots = Slots(settings.max_concurrent_calls)
+        self._app_slots: dict[str, Slots] = {}
         """Each app's own share of the slots, so one hung app cannot hold every slot."""
         self._running = 0
         """Calls under way; one that ends alone commits its record without waiting for others to join it."""
@@ -61,8 +79,9 @@ class Calls:
         """Spans and metrics of the calls, or None when not configured (then nothing of it is loaded)."""
 
     def forget(self) -> None:
-        """Drop the argument checks built for tools of descriptors read before a rescan."""
+        """Drop the routes and argument checks worked out for tools of descriptors read before a rescan."""
         self._validators.clear()
+        self._routes.clear()
 
     def called(self, app_id: str, tool_name: str) -> tuple[Descriptor, Binding, Tool]:
         """The app and tool of a call, with an MCP server's tools as served: the history masks arguments
@@ -241,39 +260,30 @@ class Calls:
             raise AutomationFailed(
                 f"refused: requireHistory is set and {trouble.describe()}; calls are taken again once it can be written"
             )
-        try:
-            app = self.apps.app(app_id)
-        except AppNotFound:
-            app = await self.apps.resolve(app_id)  # a web app's URL, discovered now
-        if app.mcp is not None:
-            app = await self.servers.live(app)
-        app, binding, tool = self.apps.tool(app, app_id, tool_name)
+        route = self._routes.get((app_id, tool_name)) or await self._route(app_id, tool_name)
+        app, binding, tool = route.app, route.binding, route.tool
         if found is not None:
             found(tool)
         if not isinstance(args, Mapping):
             raise InvalidParams(f"args must be an object of named arguments, got {type(args).__name__}")
-        check = self._argument_check(tool)
-        if not check.passes(args):
-            await check.run(args)
-        site = self.apps.web_apps.site_of(app)  # a discovered web app is known by its site, not the id it claims
+        if not route.check.passes(args):
+            await route.check.run(args)
         await self.consent.check(
             caller.name,
             app,
             tool,
             args,
-            app_key=site.origin if site else app.app_id,
+            app_key=route.app_key,
             trusted=caller.transport == "cli",
             ask=caller.ask,
             transport=caller.transport,
-            marks_trusted=site is None,  # a website's own read-only marks never skip a question
+            marks_trusted=route.marks_trusted,
             asked=asked,
         )
         executor = self.servers.executor(binding)
         if self.telemetry is not None:  # traced for this run only: the gateway keeps the executor as it is
             executor = self.telemetry.executor(executor)
-        app_settings = self.settings.apps.get(app.app_id)
-        # the user's word for this app first, then the descriptor's for this tool, then the user's default
-        timeout = (app_settings.timeout if app_settings else None) or tool.timeout or self.settings.default_timeout
+        timeout = route.timeout
         late = max(late, 0.0)
         if late:  # the request waited for the gateway to start: its timeout began when it arrived
             if late >= timeout:
@@ -282,22 +292,63 @@ class Calls:
                 )
             timeout -= late
         # the app's own share first, so calls queued for a saturated app hold none of the gateway's slots
-        async with self._app_share(app.app_id), self._slots:
-            if not late:
-                return await executor.execute(ToolCall(app, binding, tool, args, timeout, caller.relay))
+        share, slots = route.share, self._slots
+        if not share.take():
+            await share.wait()
+        try:
+            if not slots.take():
+                await slots.wait()
             try:
-                return await executor.execute(ToolCall(app, binding, tool, args, timeout, caller.relay))
-            except Timeout as exc:
-                waited = f"the call waited {late:.3g} s for the gateway to start; its timeout is {timeout + late:g} s"
-                raise Timeout(f"{exc.detail} ({waited})") from None
+                if not late:
+                    return await executor.execute(ToolCall(app, binding, tool, args, timeout, caller.relay))
+                try:
+                    return await executor.execute(ToolCall(app, binding, tool, args, timeout, caller.relay))
+                except Timeout as exc:
+                    waited = (
+                        f"the call waited {late:.3g} s for the gateway to start; its timeout is {timeout + late:g} s"
+                    )
+                    raise Timeout(f"{exc.detail} ({waited})") from None
+            finally:
+                slots.give()
+        finally:
+            share.give()
 
-    def _app_share(self, app_id: str) -> asyncio.Semaphore:
+    async def _route(self, app_id: str, tool_name: str) -> _Route:
+        """Where a call of `app_id`'s `tool_name` goes; kept for an installed app's tools until the apps change
+        (`forget`), since an MCP server's tools and a web app's site may change meanwhile."""
+        try:
+            app = self.apps.app(app_id)
+        except AppNotFound:
+            app = await self.apps.resolve(app_id)  # a web app's URL, discovered now
+        if app.mcp is not None:
+            app = await self.servers.live(app)
+        app, binding, tool = self.apps.tool(app, app_id, tool_name)
+        site = self.apps.web_apps.site_of(app)  # a discovered web app is known by its site, not the id it claims
+        own = self.settings.apps.get(app.app_id)
+        route = _Route(
+            app,
+            binding,
+            tool,
+            self._argument_check(tool),
+            app_key=site.origin if site else app.app_id,
+            marks_trusted=site is None,  # a website's own read-only marks never skip a question
+            # the user's word for this app first, then the descriptor's for this tool, then the user's default
+            timeout=(own.timeout if own else None) or tool.timeout or self.settings.default_timeout,
+            share=self._app_share(app.app_id),
+        )
+        if app.mcp is None and site is None:
+            if len(self._routes) >= LIMIT:
+                self._routes.clear()
+            self._routes[app_id, tool_name] = route
+        return route
+
+    def _app_share(self, app_id: str) -> Slots:
         """The slots one app may hold at once: `apps.<id>.maxConcurrentCalls`, else `maxCallsPerApp`."""
         share = self._app_slots.get(app_id)
         if share is None:
             own = self.settings.apps.get(app_id)
             limit = (own.max_concurrent_calls if own else None) or self.settings.max_calls_per_app
-            share = self._app_slots[app_id] = asyncio.Semaphore(min(limit, self.settings.max_concurrent_calls))
+            share = self._app_slots[app_id] = Slots(min(limit, self.settings.max_concurrent_calls))
         return share
 
     async def check_args(self, tool: Tool, args: Mapping[str, Any]) -> None:
