@@ -42,13 +42,14 @@ PHASES: dict[str, list[tuple[str, str, str]]] = {
         ("aai_gateway.mcp.wire.calls", "FastCalls", "take"),
         ("aai_gateway.mcp.wire.http", "HttpCalls", "serve"),
     ],
-    "lookup": [
+    "lookup": [  # a call of an installed app's tool finds it kept (Calls._route) once it was looked up
         ("aai_gateway.calls.apps", "Apps", "resolve"),
         ("aai_gateway.calls.apps", "Apps", "tool"),
         ("aai_gateway.calls.servers", "Servers", "live"),
     ],
     "argument check": [
-        ("aai_gateway.calls.runner", "Calls", "check_args"),
+        ("aai_gateway.descriptor.argument_check", "ArgumentCheck", "passes"),
+        ("aai_gateway.descriptor.argument_check", "ArgumentCheck", "run"),
         ("aai_gateway.calls.runner", "", "_check_text"),
     ],
     "consent": [("aai_gateway.consent.gate", "ConsentGate", "check")],

@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import socket
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -138,8 +139,7 @@ class DbusExecutor:
 
     async def execute(self, call: ToolCall) -> Any:
         target = self._target(call)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + call.timeout
+        deadline = time.monotonic() + call.timeout
         try:
             async with self._deadlines.within(call.timeout):
                 bus = self._buses.get(target.bus)
@@ -158,7 +158,7 @@ class DbusExecutor:
                     message = await self._asked_message(bus, target, call)
                 body = await self._send(bus, message, target)
         except TimeoutError:
-            waited = call.timeout - max(0.0, deadline - loop.time())
+            waited = call.timeout - max(0.0, deadline - time.monotonic())
             raise Timeout(f"{call.app.app_id} did not answer {target} within {waited:.3g} s") from None
         except AaiError:
             raise

@@ -83,6 +83,8 @@ class FastCalls:
         self.session = session
         """Replaced when the SDK takes the session over from the front (mcp/stdio.py)."""
         self.writer = writer
+        self._loop = asyncio.get_running_loop()
+        """Kept: asking for the running loop costs a getpid system call on every call (Python 3.11)."""
         self._running: dict[tuple[type, int | str], asyncio.Task[None]] = {}
         self._cancelled: set[tuple[type, int | str]] = set()
         self._closing = False
@@ -103,7 +105,7 @@ class FastCalls:
         if call is None or request_key(call.request_id) in self._running:
             return False
         key = request_key(call.request_id)
-        task = asyncio.create_task(self._answer(session, call, caller))
+        task = self._loop.create_task(self._answer(session, call, caller))
         self._running[key] = task
         self.writer.hold(len(line))
         task.add_done_callback(lambda _: self._done(key, len(line)))
