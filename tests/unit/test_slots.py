@@ -34,12 +34,18 @@ def test_no_more_run_at_once_than_there_are_slots_and_the_waiting_go_in_turn() -
     asyncio.run(main())
 
 
+async def _taken_and_awaited() -> tuple[Slots, asyncio.Task[None]]:
+    """One slot, taken, and a call waiting for it."""
+    slots = Slots(1)
+    assert slots.take()
+    waiting = asyncio.create_task(slots.wait())
+    await asyncio.sleep(0)
+    return slots, waiting
+
+
 def test_a_free_slot_goes_to_a_waiting_call_before_a_new_one() -> None:
     async def main() -> None:
-        slots = Slots(1)
-        assert slots.take()
-        waiting = asyncio.create_task(slots.wait())
-        await asyncio.sleep(0)
+        slots, waiting = await _taken_and_awaited()
         slots.give()
         assert not slots.take(), "handed to the call that waited"
         await waiting
@@ -51,10 +57,7 @@ def test_a_free_slot_goes_to_a_waiting_call_before_a_new_one() -> None:
 
 def test_a_call_cancelled_while_it_waits_leaves_no_trace() -> None:
     async def main() -> None:
-        slots = Slots(1)
-        assert slots.take()
-        waiting = asyncio.create_task(slots.wait())
-        await asyncio.sleep(0)
+        slots, waiting = await _taken_and_awaited()
         waiting.cancel()
         await asyncio.gather(waiting, return_exceptions=True)
         slots.give()
@@ -66,9 +69,7 @@ def test_a_call_cancelled_while_it_waits_leaves_no_trace() -> None:
 
 def test_a_slot_handed_to_a_call_cancelled_before_it_ran_goes_to_the_next() -> None:
     async def main() -> None:
-        slots = Slots(1)
-        assert slots.take()
-        first = asyncio.create_task(slots.wait())
+        slots, first = await _taken_and_awaited()
         second = asyncio.create_task(slots.wait())
         await asyncio.sleep(0)
         slots.give()  # handed to the first ...
