@@ -200,8 +200,6 @@ class Descriptor:
     """What the app announces that an agent can wait for (`aai_wait`)."""
     document: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The descriptor as written (what `resources/read` returns)."""
-    _served: dict[str, tuple[Binding, ...]] = field(init=False, default_factory=dict, compare=False, repr=False)
-    """`served` by platform: every call asks, twice."""
 
     @property
     def name(self) -> str:
@@ -210,12 +208,7 @@ class Descriptor:
     def served(self, platform: str) -> tuple[Binding, ...]:
         """The bindings a gateway on `platform` serves: the platform's own, then `web` and `mcp`, which
         serve on every platform."""
-        found = self._served.get(platform)
-        if found is None:
-            found = self._served[platform] = tuple(
-                self.bindings[p] for p in (platform, *EVERYWHERE) if p in self.bindings
-            )
-        return found
+        return tuple(self.bindings[p] for p in (platform, *EVERYWHERE) if p in self.bindings)
 
     @property
     def mcp(self) -> Binding | None:

@@ -56,6 +56,4 @@ class WebApps:
 
     def site_of(self, descriptor: object) -> Site | None:
         """The site a descriptor served by this index was fetched from."""
-        if not self._by_site:  # none discovered: asked on every call
-            return None
         return next((a.site for a in self._by_site.values() if a.descriptor is descriptor), None)

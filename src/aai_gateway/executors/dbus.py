@@ -142,9 +142,7 @@ class DbusExecutor:
         deadline = time.monotonic() + call.timeout
         try:
             async with self._deadlines.within(call.timeout):
-                bus = self._buses.get(target.bus)
-                if bus is None or not bus.connected:
-                    bus = await self._bus(target.bus)
+                bus = self._connected(target.bus) or await self._bus(target.bus)
                 picking = instances.of(call.binding) if instances.is_pattern(target.service) else None
                 if picking is not None:
                     if instances.lists_instances(call.tool):
@@ -213,9 +211,14 @@ class DbusExecutor:
         except Exception as exc:
             raise AutomationFailed(f"could not reach the DBus {kind} bus: {exc}") from exc
 
-    async def _bus(self, kind: str) -> MessageBus:
+    def _connected(self, kind: str) -> MessageBus | None:
+        """The shared connection to the `kind` bus while it is open: taken without a coroutine."""
         bus = self._buses.get(kind)
-        if bus is not None and bus.connected:
+        return bus if bus is not None and bus.connected else None
+
+    async def _bus(self, kind: str) -> MessageBus:
+        bus = self._connected(kind)
+        if bus is not None:
             return bus
         # One connection attempt serves every call waiting for it, and a call cancelled meanwhile does not
         # stop it: dbus-fast closing a half-open socket under the loop's feet is what uvloop aborts on.

@@ -24,17 +24,13 @@ def encoded_args(args: Any) -> str:
     return _ARGS_ENCODER(args)
 
 
-HEAD = 7
-"""The first columns of a row, id to args: known once a call has found its tool (see `Recorder.prepare`)."""
-
-
 def stored_row(record: Record) -> tuple[Any, ...]:
     """The record's values as the calls table keeps them, in the order of COLUMNS."""
     return stored_head(record) + stored_tail(record)
 
 
 def stored_head(record: Record) -> tuple[Any, ...]:
-    """The row's first HEAD values."""
+    """The row's values from id to args: known once a call has found its tool (see `Recorder.prepare`)."""
     return (
         record.call_id,
         iso(record.time),
@@ -47,7 +43,7 @@ def stored_head(record: Record) -> tuple[Any, ...]:
 
 
 def stored_tail(record: Record) -> tuple[Any, ...]:
-    """The row's values after the first HEAD: the call's outcome."""
+    """The row's values after its args: the call's outcome."""
     return (
         record.status,
         record.error_code,
